@@ -1,0 +1,51 @@
+# TLS Audit. Two commands matter: `make run` and `make test` (see README.md).
+SHELL := /bin/bash
+PY_SYS ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
+
+# make run: SQLite and the filesystem broker unless DATABASE_URL / REDIS_URL are set.
+RUN_ENV := PATH=$(CURDIR)/$(VENV)/bin:$$PATH DEBUG=1 TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 PYTHONUNBUFFERED=1
+# make test: the real PostgreSQL and Redis of this machine.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tlsaudit
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
+            REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
+
+.PHONY: setup run test system services vendor lock check clean
+
+setup: $(STAMP)  ## idempotent: venv + pinned requirements
+
+$(STAMP): requirements.txt
+	@test -x $(PY) || $(PY_SYS) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	@rm -f $(VENV)/.installed-* && touch $@
+
+run: setup
+	$(RUN_ENV) $(PY) manage.py migrate --noinput
+	$(RUN_ENV) $(PY) manage.py ensure_demo
+	$(RUN_ENV) $(VENV)/bin/honcho start -f Procfile
+
+system:  ## Debian packages the tests drive (installed only when missing)
+	@.ci/ensure-system
+
+services:  ## start PostgreSQL / Redis when they are down
+	@.ci/ensure-services
+
+test: setup system services
+	@mkdir -p var/test test-artifacts
+	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+
+vendor:  ## refresh static/vendor from the npm registry (package-lock.json)
+	npm ci --no-audit --no-fund
+	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
+	cp node_modules/chart.js/dist/chart.umd.min.js static/vendor/chart.umd.min.js
+
+lock:  ## re-pin requirements.txt from requirements.in
+	$(PY) -m pip install --quiet -r requirements.in
+	( echo "# Pinned. Regenerate with \`make lock\` after editing requirements.in."; $(PY) -m pip freeze --exclude-editable ) > requirements.txt
+
+clean:
+	rm -rf var/test test-artifacts .pytest_cache

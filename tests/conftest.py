@@ -1,0 +1,73 @@
+"""Shared fixtures. Personas, as in healthchecks: alice owns agency A, bob is a viewer in A,
+charlie owns agency B. Tests run on the real PostgreSQL and Redis (see Makefile: make test)."""
+
+import pytest
+from django.conf import settings
+
+from tlsaudit.accounts.models import User
+from tlsaudit.domain import roles
+from tlsaudit.orgs.models import Membership, Organization
+from tlsaudit.sites.models import Site
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _real_services_only():
+    # The suite's promise is real parts: refuse to run on SQLite or the filesystem broker.
+    engine = settings.DATABASES["default"]["ENGINE"]
+    assert "postgresql" in engine, f"tests need PostgreSQL (DATABASE_URL), got {engine}: run `make test`"
+    assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
+
+
+def make_user(email, **extra):
+    return User.objects.create_user(email=email, password=PASSWORD, email_verified=True, **extra)
+
+
+@pytest.fixture
+def alice(db):
+    return make_user("alice@agency-a.test", full_name="Alice Owner")
+
+
+@pytest.fixture
+def bob(db):
+    return make_user("bob@agency-a.test", full_name="Bob Viewer")
+
+
+@pytest.fixture
+def charlie(db):
+    return make_user("charlie@agency-b.test", full_name="Charlie Owner")
+
+
+@pytest.fixture
+def org_a(alice, bob):
+    org = Organization.objects.create(name="Agency A")
+    Membership.objects.create(organization=org, user=alice, role=roles.OWNER)
+    Membership.objects.create(organization=org, user=bob, role=roles.VIEWER)
+    return org
+
+
+@pytest.fixture
+def org_b(charlie):
+    org = Organization.objects.create(name="Agency B")
+    Membership.objects.create(organization=org, user=charlie, role=roles.OWNER)
+    return org
+
+
+@pytest.fixture
+def site_a(org_a, alice):
+    return Site.objects.create(organization=org_a, hostname="shop.example.com", name="Shop", created_by=alice)
+
+
+@pytest.fixture
+def site_b(org_b, charlie):
+    return Site.objects.create(organization=org_b, hostname="secret.example.org", name="Secret", created_by=charlie)
+
+
+@pytest.fixture
+def login(client):
+    """login(user) -> the Django test client logged in as that user."""
+    def _login(user):
+        client.force_login(user)
+        return client
+    return _login

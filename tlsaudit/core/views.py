@@ -1,0 +1,68 @@
+import time
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+
+from tlsaudit.orgs.access import orgs_of
+
+
+def home(request):
+    """Send the user where their work is: their last organization, or onboarding."""
+    if not request.user.is_authenticated:
+        return render(request, "core/landing.html")
+    orgs = list(orgs_of(request.user))
+    if not orgs:
+        return render(request, "core/welcome.html")
+    current = next((o for o in orgs if o.pk == request.user.last_org_id), orgs[0])
+    return redirect("sites:list", current.slug)
+
+
+def healthz(request):
+    """Database, broker and worker status as JSON; 503 when the database or broker is down."""
+    checks = {"database": _check_database(), "broker": _check_broker(), "worker": _check_worker()}
+    healthy = checks["database"]["ok"] and checks["broker"]["ok"]
+    status = "ok" if healthy and checks["worker"]["ok"] else ("degraded" if healthy else "down")
+    return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)
+
+
+def _timed(fn):
+    started = time.perf_counter()
+    try:
+        detail = fn()
+        ok = True
+    except Exception as exc:  # noqa: BLE001 — any failure is a health result, not a crash
+        detail, ok = f"{type(exc).__name__}: {exc}", False
+    return {"ok": ok, "detail": detail, "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+
+def _check_database():
+    def run():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+        return connection.vendor
+    return _timed(run)
+
+
+def _check_broker():
+    def run():
+        from workers.celery import app
+
+        with app.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+            return conn.as_uri()  # the password is masked
+    return _timed(run)
+
+
+def _check_worker():
+    from tlsaudit.core.models import WorkerHeartbeat
+
+    beat = WorkerHeartbeat.objects.filter(name="heartbeat").first()
+    if beat is None:
+        return {"ok": False, "detail": "no worker heartbeat recorded yet (is the worker and beat running?)"}
+    age = (timezone.now() - beat.seen_at).total_seconds()
+    ok = age <= 3 * settings.WORKER_HEARTBEAT_SECONDS
+    return {"ok": ok, "detail": f"last heartbeat {age:.0f} s ago", "last_seen": beat.seen_at.isoformat()}

@@ -1,0 +1,28 @@
+"""Organization roles and what each may do. Pure: the views ask `can(role, action)`."""
+
+OWNER, ADMIN, MEMBER, VIEWER = "owner", "admin", "member", "viewer"
+ROLES = (OWNER, ADMIN, MEMBER, VIEWER)
+ROLE_CHOICES = [(OWNER, "Owner"), (ADMIN, "Admin"), (MEMBER, "Member"), (VIEWER, "Viewer")]
+
+# Each action lists the roles allowed to perform it.
+PERMISSIONS = {
+    "view": {OWNER, ADMIN, MEMBER, VIEWER},
+    "manage_sites": {OWNER, ADMIN, MEMBER},   # add, edit, delete sites; run audits
+    "run_audits": {OWNER, ADMIN, MEMBER},
+    "manage_members": {OWNER, ADMIN},         # invite, change roles, remove members
+    "manage_org": {OWNER, ADMIN},             # name, custom CA, schedules, alerts
+    "delete_org": {OWNER},
+}
+
+
+def can(role: str | None, action: str) -> bool:
+    return role in PERMISSIONS[action]
+
+
+def can_assign(actor_role: str, new_role: str) -> bool:
+    """Admins manage members and viewers; only owners create or demote owners and admins."""
+    if actor_role == OWNER:
+        return new_role in ROLES
+    if actor_role == ADMIN:
+        return new_role in (MEMBER, VIEWER)
+    return False

@@ -1,0 +1,242 @@
+"""The normalised facts of one TLS scan: the contract between the scan engine and the rules.
+
+The engine (workers/tls) turns sslyze's results and our own probes into a `ScanFacts`;
+the grader, the findings rules and the recommender read only this. It round-trips through
+JSON (`to_dict` / `from_dict`) so an audit keeps its inputs and its grade can be re-derived
+when the rules change.
+
+Tri-state checks: a check that could not run is `Check(status=NOT_TESTED, reason=...)`,
+never a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+PROTOCOLS = ("SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+
+# Check statuses.
+OK = "ok"                  # tested, the good outcome (e.g. not vulnerable, supported)
+BAD = "bad"                # tested, the bad outcome (vulnerable, missing protection)
+NOT_TESTED = "not_tested"  # could not run: `reason` says why; never shown as a pass
+
+
+@dataclass(frozen=True)
+class Check:
+    status: str                 # OK / BAD / NOT_TESTED
+    detail: str = ""            # evidence in words ("3 of 3 resumptions succeeded")
+    reason: str = ""            # why NOT_TESTED
+    value: Any = None           # raw value where useful (ROBOT enum name, counts...)
+
+    @property
+    def tested(self) -> bool:
+        return self.status != NOT_TESTED
+
+
+@dataclass(frozen=True)
+class CipherSuite:
+    """One accepted suite. Classification (kx family, AEAD, CBC...) lives in domain.ciphers."""
+    name: str                       # IANA name, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+    openssl_name: str               # e.g. ECDHE-RSA-AES128-GCM-SHA256
+    protocol: str                   # one of PROTOCOLS
+    key_size: int                   # symmetric bits (0 for NULL)
+    is_anonymous: bool = False
+    kx_type: str | None = None      # ephemeral key type reported by the server: "DH" / "ECDH" / None
+    kx_bits: int | None = None      # DH prime bits or EC curve bits (X25519 reported as 253 by nassl)
+    kx_curve: str | None = None     # e.g. "X25519", "prime256v1"
+
+
+@dataclass(frozen=True)
+class ServerPreference:
+    """Our own probe: does the server impose its suite order for a protocol, and which order."""
+    protocol: str
+    enforced: bool | None           # None = could not tell (one suite only, or probe failed)
+    order: tuple[str, ...] = ()     # IANA names, server's order when enforced, else as observed
+    reason: str = ""                # why enforced is None
+
+
+@dataclass(frozen=True)
+class Certificate:
+    subject: str                    # RFC 4514 string
+    issuer: str
+    serial_hex: str
+    not_before: datetime
+    not_after: datetime
+    key_type: str                   # "RSA" / "EC" / "Ed25519" / "Ed448" / "DSA"
+    key_bits: int
+    curve: str | None               # for EC keys, e.g. "secp256r1"
+    signature_hash: str | None      # "sha256", "sha1", "md5", None for Ed25519
+    san_dns: tuple[str, ...] = ()
+    san_ip: tuple[str, ...] = ()
+    is_ca: bool = False
+    self_signed: bool = False       # subject == issuer and its own signature verifies
+    fingerprint_sha256: str = ""    # hex
+    rsa_exponent: int | None = None
+    pem: str = ""
+
+
+@dataclass(frozen=True)
+class TrustResult:
+    store: str                      # "Mozilla", "Apple", "Android", "Windows", "Java", "Custom CA"
+    trusted: bool
+    error: str = ""                 # sslyze's validation_error, as is
+
+
+@dataclass(frozen=True)
+class CertificateDeployment:
+    """One leaf the server presents (RSA and ECDSA dual deployments give two)."""
+    chain: tuple[Certificate, ...]  # as received, leaf first
+    trust: tuple[TrustResult, ...]
+    hostname_matches: bool          # our own SAN matcher
+    chain_in_order: bool | None
+    chain_complete: bool | None     # False = an intermediate is missing from what was sent
+    chain_has_anchor: bool | None   # the server also sent the root
+    chain_has_sha1: bool | None     # SHA-1 signature in the verified chain (not the root)
+    symantec_distrusted: bool | None
+    ocsp_stapled: Check             # OK = stapled and trusted response, BAD = none stapled
+    must_staple: bool
+    sct_count: int | None           # SCTs embedded in the leaf; None = unknown
+    is_ev: bool = False
+
+    @property
+    def leaf(self) -> Certificate:
+        return self.chain[0]
+
+    @property
+    def publicly_trusted(self) -> bool:
+        """Trusted by the Mozilla store (what SSL Labs means by 'trusted')."""
+        return any(t.trusted for t in self.trust if t.store == "Mozilla")
+
+    @property
+    def trusted_by_any(self) -> bool:
+        return any(t.trusted for t in self.trust)
+
+
+@dataclass(frozen=True)
+class Hsts:
+    header: str | None              # raw header value; None = no header
+    max_age: int | None             # None = header absent or unparseable
+    include_subdomains: bool = False
+    preload: bool = False
+    valid: bool = True              # False = header present but unparseable / no max-age
+
+
+@dataclass
+class ScanFacts:
+    host: str                       # ASCII (punycode) hostname, used for SNI and matching
+    port: int
+    ip: str                         # the IP actually connected to
+    started_at: datetime
+    duration_s: float
+    scanner: str = ""               # e.g. "sslyze 6.3.1"
+
+    # protocol -> Check(OK = supported, BAD = not supported, NOT_TESTED)
+    protocols: dict[str, Check] = field(default_factory=dict)
+    suites: list[CipherSuite] = field(default_factory=list)
+    preferences: dict[str, ServerPreference] = field(default_factory=dict)
+    curves: list[str] = field(default_factory=list)          # accepted ECDH groups
+    curves_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
+    alpn: list[str] = field(default_factory=list)            # protocols the server agreed to, e.g. ["h2", "http/1.1"]
+    alpn_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
+    certificates: list[CertificateDeployment] = field(default_factory=list)
+    trust_use_custom_ca: bool = False                        # the org supplied its own CA file
+    hsts: Hsts | None = None                                 # None = headers not tested
+    hsts_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
+    # Named checks, keys fixed (see CHECK_NAMES). OK = good outcome.
+    checks: dict[str, Check] = field(default_factory=dict)
+    # sslyze command -> reason, for every command that errored
+    errors: dict[str, str] = field(default_factory=dict)
+    # cipher tests counted as "rejected" only because the handshake timed out (sslyze pitfall)
+    timed_out_suite_tests: int = 0
+
+    def supports(self, protocol: str) -> bool:
+        c = self.protocols.get(protocol)
+        return bool(c and c.status == OK)
+
+    def protocol_tested(self, protocol: str) -> bool:
+        c = self.protocols.get(protocol)
+        return bool(c and c.tested)
+
+    def suites_for(self, protocol: str) -> list[CipherSuite]:
+        return [s for s in self.suites if s.protocol == protocol]
+
+    def check(self, name: str) -> Check:
+        return self.checks.get(name, Check(NOT_TESTED, reason="not run"))
+
+    # --- JSON round trip -------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return _encode(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ScanFacts":
+        return _decode_facts(data)
+
+
+# Named checks. OK means the safe outcome for every one of them.
+CHECK_NAMES = {
+    "heartbleed": "Not vulnerable to Heartbleed (CVE-2014-0160)",
+    "ccs_injection": "Not vulnerable to OpenSSL CCS injection (CVE-2014-0224)",
+    "robot": "Not vulnerable to ROBOT (Bleichenbacher oracle)",
+    "compression": "TLS compression disabled (CRIME)",
+    "fallback_scsv": "TLS_FALLBACK_SCSV supported (downgrade protection)",
+    "secure_renegotiation": "Secure renegotiation (RFC 5746) supported",
+    "client_renegotiation": "Client-initiated renegotiation refused",
+    "early_data": "TLS 1.3 0-RTT early data not accepted",
+    "extended_master_secret": "Extended master secret (RFC 7627) supported",
+    "session_id_resumption": "Session resumption with session IDs",
+    "session_ticket_resumption": "Session resumption with tickets",
+}
+
+
+# --- encoding helpers (dataclasses <-> plain JSON) ----------------------------------------
+
+def _encode(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _check(d: dict | None) -> Check:
+    return Check(**d) if d else Check(NOT_TESTED, reason="not run")
+
+
+def _cert(d: dict) -> Certificate:
+    d = dict(d)
+    d["not_before"] = datetime.fromisoformat(d["not_before"])
+    d["not_after"] = datetime.fromisoformat(d["not_after"])
+    d["san_dns"] = tuple(d.get("san_dns", ()))
+    d["san_ip"] = tuple(d.get("san_ip", ()))
+    return Certificate(**d)
+
+
+def _deployment(d: dict) -> CertificateDeployment:
+    d = dict(d)
+    d["chain"] = tuple(_cert(c) for c in d["chain"])
+    d["trust"] = tuple(TrustResult(**t) for t in d["trust"])
+    d["ocsp_stapled"] = _check(d["ocsp_stapled"])
+    return CertificateDeployment(**d)
+
+
+def _decode_facts(data: dict) -> ScanFacts:
+    d = dict(data)
+    d["started_at"] = datetime.fromisoformat(d["started_at"])
+    d["protocols"] = {k: _check(v) for k, v in d.get("protocols", {}).items()}
+    d["suites"] = [CipherSuite(**s) for s in d.get("suites", [])]
+    d["preferences"] = {k: ServerPreference(**{**v, "order": tuple(v.get("order", ()))})
+                        for k, v in d.get("preferences", {}).items()}
+    d["curves_check"] = _check(d.get("curves_check"))
+    d["alpn_check"] = _check(d.get("alpn_check"))
+    d["certificates"] = [_deployment(c) for c in d.get("certificates", [])]
+    d["hsts"] = Hsts(**d["hsts"]) if d.get("hsts") else None
+    d["hsts_check"] = _check(d.get("hsts_check"))
+    d["checks"] = {k: _check(v) for k, v in d.get("checks", {}).items()}
+    return ScanFacts(**d)

@@ -1,0 +1,69 @@
+from django import forms
+
+from tlsaudit.domain import roles
+from tlsaudit.orgs.models import Organization
+
+
+class OrganizationForm(forms.ModelForm):
+    class Meta:
+        model = Organization
+        fields = ["name"]
+
+    def clean_name(self):
+        name = self.cleaned_data["name"].strip()
+        if len(name) < 2:
+            raise forms.ValidationError("Use at least 2 characters for the organization's name.")
+        return name
+
+
+class OrganizationSettingsForm(forms.ModelForm):
+    class Meta:
+        model = Organization
+        fields = ["name", "custom_ca_pem"]
+        widgets = {"custom_ca_pem": forms.Textarea(attrs={"rows": 6, "placeholder": "-----BEGIN CERTIFICATE-----"})}
+        labels = {"custom_ca_pem": "Custom CA certificates (PEM)"}
+
+    def clean_custom_ca_pem(self):
+        pem = self.cleaned_data["custom_ca_pem"].strip()
+        if not pem:
+            return ""
+        from cryptography import x509
+
+        try:
+            certs = x509.load_pem_x509_certificates(pem.encode())
+        except ValueError:
+            raise forms.ValidationError("This is not a PEM certificate: paste one or more "
+                                        "-----BEGIN CERTIFICATE----- blocks.") from None
+        return "\n".join(c.public_bytes(encoding=_pem()).decode() for c in certs)
+
+
+def _pem():
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    return Encoding.PEM
+
+
+class InviteForm(forms.Form):
+    email = forms.EmailField()
+    role = forms.ChoiceField(choices=roles.ROLE_CHOICES, initial=roles.MEMBER)
+
+    def __init__(self, *args, org, actor_role, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.org = org
+        self.actor_role = actor_role
+
+    def clean_email(self):
+        email = self.cleaned_data["email"].strip().lower()
+        if self.org.memberships.filter(user__email__iexact=email).exists():
+            raise forms.ValidationError(f"{email} is already a member of {self.org.name}.")
+        return email
+
+    def clean_role(self):
+        role = self.cleaned_data["role"]
+        if not roles.can_assign(self.actor_role, role):
+            raise forms.ValidationError(f"As {self.actor_role} you cannot invite someone as {role}.")
+        return role
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=roles.ROLE_CHOICES)

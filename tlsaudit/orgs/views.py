@@ -1,0 +1,155 @@
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from tlsaudit.accounts.emails import send_templated
+from tlsaudit.domain import roles
+from tlsaudit.orgs.access import org_for, remember_org
+from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
+from tlsaudit.orgs.models import Invitation, Membership, Organization
+
+
+@login_required
+def create_org(request):
+    form = OrganizationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            org = form.save()
+            Membership.objects.create(organization=org, user=request.user, role=roles.OWNER)
+        remember_org(request.user, org)
+        messages.success(request, f"{org.name} is ready. Add the first site to audit.")
+        return redirect("sites:list", org.slug)
+    return render(request, "orgs/create.html", {"form": form})
+
+
+@login_required
+def org_settings(request, org):
+    org = org_for(request, org, "view")
+    can_manage = roles.can(org.role, "manage_org")
+    form = OrganizationSettingsForm(request.POST or None, instance=org)
+    if request.method == "POST":
+        if not can_manage:
+            raise PermissionDenied("Only owners and admins can change the organization's settings.")
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Settings saved.")
+            return redirect("orgs:settings", org.slug)
+    return render(request, "orgs/settings.html", _members_context(request, org, settings_form=form))
+
+
+def _members_context(request, org, **extra):
+    return {
+        "org": org,
+        "members": org.memberships.select_related("user"),
+        "invitations": [i for i in org.invitations.filter(accepted_at=None) if not i.is_expired],
+        "invite_form": extra.pop("invite_form", None) or InviteForm(org=org, actor_role=org.role),
+        "can_manage_members": roles.can(org.role, "manage_members"),
+        "can_manage_org": roles.can(org.role, "manage_org"),
+        "role_choices": roles.ROLE_CHOICES,
+        **extra,
+    }
+
+
+@login_required
+@require_POST
+def invite(request, org):
+    org = org_for(request, org, "manage_members")
+    form = InviteForm(request.POST, org=org, actor_role=org.role)
+    if not form.is_valid():
+        context = _members_context(request, org, invite_form=form, settings_form=OrganizationSettingsForm(instance=org))
+        return render(request, "orgs/settings.html", context, status=400)
+    invitation = Invitation.objects.create(organization=org, email=form.cleaned_data["email"],
+                                           role=form.cleaned_data["role"], invited_by=request.user)
+    link = settings.SITE_URL + reverse("orgs:accept", args=[invitation.token])
+    send_templated("invitation", invitation.email, {"invitation": invitation, "org": org, "link": link,
+                                                     "inviter": request.user})
+    messages.success(request, f"Invitation sent to {invitation.email}.")
+    return redirect("orgs:settings", org.slug)
+
+
+@login_required
+@require_POST
+def revoke_invitation(request, org, pk):
+    org = org_for(request, org, "manage_members")
+    get_object_or_404(Invitation, organization=org, pk=pk, accepted_at=None).delete()
+    messages.info(request, "Invitation revoked.")
+    return redirect("orgs:settings", org.slug)
+
+
+def accept_invitation(request, token):
+    invitation = get_object_or_404(Invitation.objects.select_related("organization"), token=token)
+    if not invitation.is_pending:
+        return render(request, "orgs/invitation_invalid.html", {"invitation": invitation}, status=400)
+    if not request.user.is_authenticated:
+        return render(request, "orgs/invitation.html", {"invitation": invitation})
+    if request.user.email.lower() != invitation.email.lower():
+        return render(request, "orgs/invitation.html", {"invitation": invitation, "wrong_user": True}, status=403)
+    if request.method == "POST":
+        _accept(invitation, request.user)
+        messages.success(request, f"You joined {invitation.organization.name}.")
+        return redirect("sites:list", invitation.organization.slug)
+    return render(request, "orgs/invitation.html", {"invitation": invitation})
+
+
+@transaction.atomic
+def _accept(invitation, user) -> None:
+    Membership.objects.get_or_create(organization=invitation.organization, user=user,
+                                     defaults={"role": invitation.role})
+    invitation.accepted_at = timezone.now()
+    invitation.accepted_by = user
+    invitation.save(update_fields=["accepted_at", "accepted_by"])
+    # Following the emailed link proves the address.
+    if not user.email_verified:
+        user.email_verified = True
+        user.save(update_fields=["email_verified"])
+    remember_org(user, invitation.organization)
+
+
+@login_required
+@require_POST
+def change_role(request, org, pk):
+    org = org_for(request, org, "manage_members")
+    membership = get_object_or_404(Membership, organization=org, pk=pk)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of owner, admin, member or viewer.")
+        return redirect("orgs:settings", org.slug)
+    new_role = form.cleaned_data["role"]
+    if not (roles.can_assign(org.role, new_role) and roles.can_assign(org.role, membership.role)):
+        raise PermissionDenied(f"As {org.role} you cannot change a {membership.role} to {new_role}.")
+    if membership.role == roles.OWNER and new_role != roles.OWNER and _is_last_owner(org, membership):
+        messages.error(request, "An organization needs at least one owner: make someone else owner first.")
+        return redirect("orgs:settings", org.slug)
+    membership.role = new_role
+    membership.save(update_fields=["role"])
+    messages.success(request, f"{membership.user.email} is now {new_role}.")
+    return redirect("orgs:settings", org.slug)
+
+
+@login_required
+@require_POST
+def remove_member(request, org, pk):
+    org = org_for(request, org, "view")
+    membership = get_object_or_404(Membership, organization=org, pk=pk)
+    leaving = membership.user_id == request.user.pk
+    if not leaving and not (roles.can(org.role, "manage_members") and roles.can_assign(org.role, membership.role)):
+        raise PermissionDenied("You cannot remove this member.")
+    if membership.role == roles.OWNER and _is_last_owner(org, membership):
+        messages.error(request, "The last owner cannot leave: make someone else owner first.")
+        return redirect("orgs:settings", org.slug)
+    membership.delete()
+    if leaving:
+        messages.info(request, f"You left {org.name}.")
+        return redirect("home")
+    messages.info(request, f"{membership.user.email} was removed.")
+    return redirect("orgs:settings", org.slug)
+
+
+def _is_last_owner(org: Organization, membership: Membership) -> bool:
+    return not org.memberships.filter(role=roles.OWNER).exclude(pk=membership.pk).exists()

@@ -1,0 +1,19 @@
+from django.contrib import admin
+
+from tlsaudit.sites.models import Site, Tag
+
+
+@admin.register(Site)
+class SiteAdmin(admin.ModelAdmin):
+    list_display = ["hostname", "https_port", "http_port", "pinned_ip", "name", "organization", "created_at"]
+    list_filter = ["organization", "tags"]
+    search_fields = ["hostname", "name", "organization__name"]
+    raw_id_fields = ["organization", "created_by"]
+    filter_horizontal = ["tags"]
+
+
+@admin.register(Tag)
+class TagAdmin(admin.ModelAdmin):
+    list_display = ["name", "organization"]
+    search_fields = ["name"]
+    list_filter = ["organization"]

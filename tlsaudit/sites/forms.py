@@ -1,0 +1,169 @@
+from django import forms
+from django.conf import settings
+
+from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port, parse_tags
+from tlsaudit.sites.models import Site, Tag
+
+MAX_IMPORT_LINES = 1000
+MAX_IMPORT_BYTES = 512 * 1024
+
+
+class SiteForm(forms.ModelForm):
+    """One site. Also validates each line of a bulk import, so both give the same errors."""
+
+    address = forms.CharField(
+        label="Host name", max_length=300,
+        help_text="example.com, example.com:8443 or https://example.com/ — international names are fine.",
+        widget=forms.TextInput(attrs={"placeholder": "example.com", "autofocus": True}))
+    tags_text = forms.CharField(label="Tags", required=False, max_length=400,
+                                help_text="Comma-separated, e.g. client-a, production.")
+
+    class Meta:
+        model = Site
+        fields = ["https_port", "http_port", "pinned_ip", "name"]
+        labels = {"https_port": "HTTPS port", "http_port": "HTTP port", "pinned_ip": "Pinned IP (optional)",
+                  "name": "Display name (optional)"}
+        help_texts = {"pinned_ip": "Scan this address instead of resolving the host name "
+                                   "(a staging server, or one node behind a load balancer)."}
+
+    def __init__(self, *args, org, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.org = org
+        self.fields["https_port"].required = False
+        self.fields["http_port"].required = False
+        self.fields["https_port"].widget.attrs.update(placeholder="443")
+        self.fields["http_port"].widget.attrs.update(placeholder="80")
+        if self.instance.pk:
+            self.initial.setdefault("address", self.instance.display_hostname)
+            self.initial.setdefault("tags_text", ", ".join(t.name for t in self.instance.tags.all()))
+
+    def clean_address(self):
+        try:
+            self.parsed = parse_address(self.cleaned_data["address"])
+        except AddressError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return self.parsed.hostname
+
+    def clean_https_port(self):
+        return self._port("https_port")
+
+    def clean_http_port(self):
+        return self._port("http_port")
+
+    def _port(self, field):
+        value = self.data.get(self.add_prefix(field), "")
+        if value in ("", None):
+            return None
+        try:
+            return parse_port(value)
+        except AddressError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_pinned_ip(self):
+        ip = self.cleaned_data.get("pinned_ip")
+        if ip and not settings.ALLOW_PRIVATE_TARGETS:
+            from tlsaudit.domain.netguard import refusal_reason
+
+            reason = refusal_reason(ip)
+            if reason:
+                raise forms.ValidationError(f"{ip} cannot be audited: {reason}.")
+        return ip
+
+    def clean_tags_text(self):
+        try:
+            return parse_tags(self.cleaned_data["tags_text"])
+        except AddressError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        parsed = getattr(self, "parsed", None)
+        if parsed is None:
+            return data
+        self._apply_address_port(parsed, data)
+        data.setdefault("http_port", None)
+        data["https_port"] = data.get("https_port") or 443
+        data["http_port"] = data.get("http_port") or 80
+        self._refuse_private_hostname(parsed.hostname)
+        duplicate = Site.objects.filter(organization=self.org, hostname=parsed.hostname,
+                                        https_port=data["https_port"]).exclude(pk=self.instance.pk)
+        if duplicate.exists():
+            self.add_error("address", f"{self._origin(parsed.hostname, data['https_port'])} is already "
+                                      "in this organization.")
+        return data
+
+    def _apply_address_port(self, parsed, data):
+        if parsed.port is None:
+            return
+        field = "http_port" if parsed.scheme == "http" else "https_port"
+        typed = data.get(field)
+        if typed and typed != parsed.port:
+            self.add_error(field, f"The address says port {parsed.port} but this field says {typed}.")
+        data[field] = parsed.port
+
+    def _refuse_private_hostname(self, hostname):
+        # A literal private IP typed as the host is refused here; names are checked at scan time.
+        if settings.ALLOW_PRIVATE_TARGETS:
+            return
+        from tlsaudit.domain.netguard import parse_ip_literal, refusal_reason
+
+        ip = parse_ip_literal(hostname)
+        reason = refusal_reason(ip) if ip else None
+        if reason:
+            self.add_error("address", f"{hostname} cannot be audited: {reason}.")
+
+    @staticmethod
+    def _origin(host, port):
+        return host if port == 443 else f"{host}:{port}"
+
+    def save(self, commit=True):
+        site = super().save(commit=False)
+        site.organization = self.org
+        site.hostname = self.cleaned_data["address"]
+        site.https_port = self.cleaned_data["https_port"]
+        site.http_port = self.cleaned_data["http_port"]
+        if commit:
+            site.save()
+            self.save_tags(site)
+        return site
+
+    def save_tags(self, site):
+        tags = [Tag.objects.get_or_create(organization=self.org, name=name)[0]
+                for name in self.cleaned_data["tags_text"]]
+        site.tags.set(tags)
+
+
+class BulkImportForm(forms.Form):
+    lines = forms.CharField(
+        required=False, label="Paste sites",
+        widget=forms.Textarea(attrs={"rows": 8, "placeholder": "example.com\nshop.example.com:8443\nhttps://blog.example.org/"}),
+        help_text="One host[:port] a line. Lines starting with # are ignored.")
+    csv_file = forms.FileField(
+        required=False, label="…or upload a CSV",
+        help_text="Columns: hostname, https_port, http_port, pinned_ip, name, tags (header row optional).")
+    tags_text = forms.CharField(label="Tags for every imported site", required=False, max_length=400)
+
+    def clean_csv_file(self):
+        upload = self.cleaned_data.get("csv_file")
+        if upload is None:
+            return None
+        if upload.size > MAX_IMPORT_BYTES:
+            raise forms.ValidationError(f"The file is {upload.size // 1024} KB; the limit is "
+                                        f"{MAX_IMPORT_BYTES // 1024} KB.")
+        try:
+            return upload.read().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text: save it as CSV (UTF-8).") from None
+
+    def clean_tags_text(self):
+        try:
+            return parse_tags(self.cleaned_data["tags_text"])
+        except AddressError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("lines") or "").strip() and not data.get("csv_file"):
+            if not self.errors:
+                raise forms.ValidationError("Paste at least one host name or choose a CSV file.")
+        return data

@@ -1,0 +1,59 @@
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from tlsaudit.domain.hostnames import display_hostname
+
+
+class Tag(models.Model):
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="tags")
+    name = models.CharField(max_length=40)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "name"], name="unique_tag_per_org")]
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Site(models.Model):
+    """An HTTPS origin to audit: host name, ports and, optionally, the IP to connect to."""
+
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="sites")
+    hostname = models.CharField(max_length=253, help_text="ASCII form (punycode for IDNs).")
+    https_port = models.PositiveIntegerField(default=443)
+    http_port = models.PositiveIntegerField(default=80)
+    pinned_ip = models.GenericIPAddressField(
+        null=True, blank=True, help_text="Connect to this address instead of resolving the host name.")
+    name = models.CharField(max_length=120, blank=True)
+    tags = models.ManyToManyField(Tag, blank=True, related_name="sites")
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "hostname", "https_port"], name="unique_site_per_org"),
+        ]
+        indexes = [models.Index(fields=["organization", "hostname"])]
+        ordering = ["hostname", "https_port"]
+
+    def __str__(self):
+        return self.label
+
+    @property
+    def display_hostname(self) -> str:
+        return display_hostname(self.hostname)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.display_hostname
+
+    @property
+    def origin(self) -> str:
+        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
+        return host if self.https_port == 443 else f"{host}:{self.https_port}"
+
+    def get_absolute_url(self):
+        return reverse("sites:detail", args=[self.organization.slug, self.pk])

@@ -1,0 +1,107 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.domain import roles
+from tlsaudit.orgs.access import org_for
+from tlsaudit.sites.forms import BulkImportForm, SiteForm
+from tlsaudit.sites.importer import import_sites, rows_from_csv, rows_from_lines
+from tlsaudit.sites.models import Site
+
+SORTS = {"host": "hostname", "-host": "-hostname", "name": "name", "-name": "-name",
+         "added": "created_at", "-added": "-created_at", "port": "https_port", "-port": "-https_port"}
+PAGE_SIZE = 25
+
+
+def site_for(request, org_slug: str, pk: int, action: str = "view"):
+    org = org_for(request, org_slug, action)
+    site = get_object_or_404(Site.objects.select_related("organization").prefetch_related("tags"),
+                             organization=org, pk=pk)
+    site.organization.role = org.role
+    return org, site
+
+
+@login_required
+def site_list(request, org):
+    org = org_for(request, org)
+    sites = Site.objects.filter(organization=org).prefetch_related("tags")
+    tag = request.GET.get("tag", "").strip().lower()
+    if tag:
+        sites = sites.filter(tags__name=tag)
+    query = request.GET.get("q", "").strip()
+    if query:
+        sites = sites.filter(Q(hostname__icontains=query) | Q(name__icontains=query))
+    sort = request.GET.get("sort", "host")
+    sites = sites.order_by(SORTS.get(sort, "hostname"), "https_port", "pk")
+    page = Paginator(sites, PAGE_SIZE).get_page(request.GET.get("page"))
+    template = "sites/list.html#site-table" if request.htmx else "sites/list.html"
+    return render(request, template, {
+        "org": org, "page": page, "tag": tag, "q": query, "sort": sort,
+        "all_tags": org.tags.order_by("name").values_list("name", flat=True),
+        "can_edit": roles.can(org.role, "manage_sites"),
+        "total": Site.objects.filter(organization=org).count(),
+    })
+
+
+@login_required
+def site_add(request, org):
+    org = org_for(request, org, "manage_sites")
+    form = SiteForm(request.POST or None, org=org)
+    if request.method == "POST" and form.is_valid():
+        site = form.save(commit=False)
+        site.created_by = request.user
+        site.save()
+        form.save_tags(site)
+        messages.success(request, f"{site.label} added.")
+        return redirect(site)
+    return render(request, "sites/form.html", {"org": org, "form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def site_edit(request, org, pk):
+    org, site = site_for(request, org, pk, "manage_sites")
+    form = SiteForm(request.POST or None, instance=site, org=org)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, f"{site.label} saved.")
+        return redirect(site)
+    return render(request, "sites/form.html", {"org": org, "form": form, "site": site},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def site_delete(request, org, pk):
+    org, site = site_for(request, org, pk, "manage_sites")
+    label = site.label
+    site.delete()
+    messages.info(request, f"{label} deleted.")
+    return redirect("sites:list", org.slug)
+
+
+@login_required
+def site_detail(request, org, pk):
+    org, site = site_for(request, org, pk)
+    return render(request, "sites/detail.html", {
+        "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"),
+    })
+
+
+@login_required
+def site_import(request, org):
+    org = org_for(request, org, "manage_sites")
+    form = BulkImportForm(request.POST or None, request.FILES or None)
+    results = None
+    if request.method == "POST" and form.is_valid():
+        rows = rows_from_lines(form.cleaned_data.get("lines") or "")
+        if form.cleaned_data.get("csv_file"):
+            rows += rows_from_csv(form.cleaned_data["csv_file"])
+        results = import_sites(org, request.user, rows, form.cleaned_data["tags_text"])
+    added = sum(r.added for r in results or [])
+    return render(request, "sites/import.html", {
+        "org": org, "form": form, "results": results, "added": added,
+        "rejected": len(results or []) - added,
+    }, status=400 if form.errors else 200)

@@ -1,0 +1,34 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from tlsaudit.accounts import views as account_views
+from tlsaudit.accounts.forms import EmailAuthenticationForm
+from tlsaudit.core import views as core_views
+
+auth_patterns = [
+    path("signup/", account_views.signup, name="signup"),
+    path("login/", auth_views.LoginView.as_view(authentication_form=EmailAuthenticationForm,
+                                                redirect_authenticated_user=True), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("verify/<str:token>/", account_views.verify_email, name="verify_email"),
+    path("verify-resend/", account_views.resend_verification, name="resend_verification"),
+    path("password/change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("password/reset/", auth_views.PasswordResetView.as_view(
+        email_template_name="registration/password_reset_email.txt",
+        html_email_template_name="registration/password_reset_email.html"), name="password_reset"),
+    path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
+         name="password_reset_confirm"),
+    path("password/reset/done/", auth_views.PasswordResetCompleteView.as_view(), name="password_reset_complete"),
+]
+
+urlpatterns = [
+    path("", core_views.home, name="home"),
+    path("healthz", core_views.healthz, name="healthz"),
+    path("accounts/", include(auth_patterns)),
+    path("orgs/", include("tlsaudit.orgs.urls")),
+    path("o/<slug:org>/sites/", include("tlsaudit.sites.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,1 @@
+"""Celery app, thin tasks and the scan / load / browser engines."""

@@ -1,0 +1,56 @@
+"""The Celery app, configured from Django settings (CELERY_* names).
+
+Queues: `scan` (sslyze audits), `load` (load-test agents), `browser` (Chromium probes),
+`default` (mail, webhooks, housekeeping). Routes are by task-name prefix so the web process
+can enqueue by name without importing the engines.
+"""
+
+import os
+
+from celery import Celery
+from celery.signals import worker_process_init
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
+
+app = Celery("tlsaudit")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+
+app.conf.update(
+    task_queues=[Queue("default"), Queue("scan"), Queue("load"), Queue("browser")],
+    task_default_queue="default",
+    task_routes={
+        "workers.tasks.audit.*": {"queue": "scan"},
+        "workers.tasks.load.*": {"queue": "load"},
+        "workers.tasks.browser.*": {"queue": "browser"},
+    },
+    # A task is acknowledged after it ran, and re-queued if its worker dies mid-way;
+    # every task claims its row atomically, so a second delivery is harmless.
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    # sslyze threads ignore soft limits (sslyze-notes 3.3): the hard limit is what stops a scan.
+    task_soft_time_limit=300,
+    task_time_limit=420,
+    worker_max_tasks_per_child=50,
+    task_ignore_result=True,
+    task_serializer="json",
+    accept_content=["json"],
+    timezone="UTC",
+    broker_connection_retry_on_startup=True,
+    imports=("workers.tasks",),
+    beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
+    beat_schedule={
+        "worker-heartbeat": {"task": "workers.tasks.ping.heartbeat", "schedule": 15.0},
+    },
+)
+
+
+@worker_process_init.connect
+def warm_up_worker(**_):
+    # Import sslyze and load its trust stores once per child, not in every task.
+    try:
+        from workers.tls.engine import warm_up
+    except ImportError:  # engine not installed in this deployment
+        return
+    warm_up()
