@@ -1,0 +1,521 @@
+"""Mozilla server-side TLS profiles (guidelines v5.7, as bundled in sslyze 6.3.1) and our own checker.
+
+sslyze's checker needs its live result objects, so it cannot judge a stored scan or a *predicted*
+configuration (what the server would look like after a fix). `check_profile` re-implements it over
+`ScanFacts` with the same issue keys, so its output and sslyze's can be shown and explained alike.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tlsaudit.domain.findings import is_trusted
+from tlsaudit.domain.scanfacts import BAD, OK, PROTOCOLS, ScanFacts
+
+GUIDELINES_VERSION = "5.7"
+GUIDELINES_URL = "https://ssl-config.mozilla.org/guidelines/5.7.json"
+
+# Strictest first: `best_profile` walks this order.
+PROFILE_NAMES = ("modern", "intermediate", "old")
+
+# Mozilla writes "TLSv1"; ScanFacts writes "TLSv1.0".
+_MOZILLA_VERSION_NAME = {"SSLv2": "SSLv2", "SSLv3": "SSLv3", "TLSv1.0": "TLSv1", "TLSv1.1": "TLSv1.1",
+                         "TLSv1.2": "TLSv1.2", "TLSv1.3": "TLSv1.3"}
+_OUR_VERSION_NAME = {v: k for k, v in _MOZILLA_VERSION_NAME.items()}
+
+# ANSI X9.62 and SECG names for the same curves (Mozilla uses the first, our certificates the second).
+_CURVE_ALIASES = {"prime256v1": "secp256r1", "prime192v1": "secp192r1"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    tls_versions: tuple[str, ...]           # ScanFacts names ("TLSv1.0", not Mozilla's "TLSv1")
+    ciphersuites: tuple[str, ...]           # TLS 1.3
+    ciphers_iana: tuple[str, ...]           # TLS <= 1.2, in the profile's order
+    ciphers_openssl: tuple[str, ...]        # the same suites by OpenSSL name, in the generator's order
+    ciphers_caddy: tuple[str, ...]          # Go's subset (no DHE, no CBC-SHA256/384 in Go)
+    tls_curves: tuple[str, ...]             # Mozilla (OpenSSL) names, in order
+    certificate_types: tuple[str, ...]      # "ecdsa" / "rsa"
+    certificate_curves: tuple[str, ...]
+    certificate_signatures: tuple[str, ...]
+    rsa_key_size: int | None
+    dh_param_size: int | None
+    ecdh_param_size: int
+    maximum_certificate_lifespan: int       # days
+    recommended_certificate_lifespan: int   # days
+    hsts_min_age: int                       # seconds
+    ocsp_staple: bool
+    server_preferred_order: bool
+    oldest_clients: tuple[str, ...]
+
+    @property
+    def mozilla_tls_versions(self) -> tuple[str, ...]:
+        return tuple(_MOZILLA_VERSION_NAME[v] for v in self.tls_versions)
+
+
+_TLS13_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
+_TLS_CURVES = ("X25519", "prime256v1", "secp384r1")
+_CERT_CURVES = ("prime256v1", "secp384r1")
+
+MODERN = Profile(
+    name="modern",
+    tls_versions=("TLSv1.3",),
+    ciphersuites=_TLS13_SUITES,
+    ciphers_iana=(),
+    ciphers_openssl=(),
+    ciphers_caddy=(),
+    tls_curves=_TLS_CURVES,
+    certificate_types=("ecdsa",),
+    certificate_curves=_CERT_CURVES,
+    certificate_signatures=("ecdsa-with-SHA256", "ecdsa-with-SHA384", "ecdsa-with-SHA512"),
+    rsa_key_size=None,
+    dh_param_size=None,
+    ecdh_param_size=256,
+    maximum_certificate_lifespan=90,
+    recommended_certificate_lifespan=90,
+    hsts_min_age=63072000,
+    ocsp_staple=True,
+    server_preferred_order=False,
+    oldest_clients=("Firefox 63", "Android 10.0", "Chrome 70", "Edge 75", "Java 11", "OpenSSL 1.1.1",
+                    "Opera 57", "Safari 12.1"),
+)
+
+INTERMEDIATE = Profile(
+    name="intermediate",
+    tls_versions=("TLSv1.2", "TLSv1.3"),
+    ciphersuites=_TLS13_SUITES,
+    ciphers_iana=(
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+    ),
+    ciphers_openssl=(
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-CHACHA20-POLY1305",
+    ),
+    ciphers_caddy=(
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+    ),
+    tls_curves=_TLS_CURVES,
+    certificate_types=("ecdsa", "rsa"),
+    certificate_curves=_CERT_CURVES,
+    certificate_signatures=("sha256WithRSAEncryption", "ecdsa-with-SHA256", "ecdsa-with-SHA384",
+                            "ecdsa-with-SHA512"),
+    rsa_key_size=2048,
+    dh_param_size=2048,
+    ecdh_param_size=256,
+    maximum_certificate_lifespan=366,
+    recommended_certificate_lifespan=90,
+    hsts_min_age=63072000,
+    ocsp_staple=True,
+    server_preferred_order=False,
+    oldest_clients=("Firefox 27", "Android 4.4.2", "Chrome 31", "Edge", "IE 11 on Windows 7", "Java 8u31",
+                    "OpenSSL 1.0.1", "Opera 20", "Safari 9"),
+)
+
+OLD = Profile(
+    name="old",
+    tls_versions=("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"),
+    ciphersuites=_TLS13_SUITES,
+    ciphers_iana=(
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256",
+        "TLS_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_RSA_WITH_AES_256_CBC_SHA256",
+        "TLS_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+    ),
+    ciphers_openssl=(
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "DHE-RSA-AES128-GCM-SHA256",
+        "DHE-RSA-AES256-GCM-SHA384",
+        "DHE-RSA-CHACHA20-POLY1305",
+        "ECDHE-ECDSA-AES128-SHA256",
+        "ECDHE-RSA-AES128-SHA256",
+        "ECDHE-ECDSA-AES128-SHA",
+        "ECDHE-RSA-AES128-SHA",
+        "ECDHE-ECDSA-AES256-SHA384",
+        "ECDHE-RSA-AES256-SHA384",
+        "ECDHE-ECDSA-AES256-SHA",
+        "ECDHE-RSA-AES256-SHA",
+        "DHE-RSA-AES128-SHA256",
+        "DHE-RSA-AES256-SHA256",
+        "AES128-GCM-SHA256",
+        "AES256-GCM-SHA384",
+        "AES128-SHA256",
+        "AES256-SHA256",
+        "AES128-SHA",
+        "AES256-SHA",
+        "DES-CBC3-SHA",
+    ),
+    ciphers_caddy=(
+        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_RSA_WITH_AES_128_GCM_SHA256",
+        "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_RSA_WITH_AES_128_CBC_SHA",
+        "TLS_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+    ),
+    tls_curves=_TLS_CURVES,
+    certificate_types=("rsa",),
+    certificate_curves=_CERT_CURVES,
+    certificate_signatures=("sha256WithRSAEncryption",),
+    rsa_key_size=2048,
+    dh_param_size=1024,
+    ecdh_param_size=256,
+    maximum_certificate_lifespan=366,
+    recommended_certificate_lifespan=90,
+    hsts_min_age=63072000,
+    ocsp_staple=True,
+    server_preferred_order=True,
+    oldest_clients=("Firefox 1", "Android 2.3", "Chrome 1", "Edge 12", "IE8 on Windows XP", "Java 6",
+                    "OpenSSL 0.9.8", "Opera 5", "Safari 1"),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (MODERN, INTERMEDIATE, OLD)}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown Mozilla profile {name!r}; expected one of {', '.join(PROFILE_NAMES)}") from None
+
+
+def normalise_curve(name: str) -> str:
+    """One spelling per curve: SECG names, lower case, except X25519/X448."""
+    lowered = name.lower()
+    if lowered in ("x25519", "x448"):
+        return lowered.upper()
+    return _CURVE_ALIASES.get(lowered, lowered)
+
+
+# --- our checker over ScanFacts ---------------------------------------------------------------
+
+def check_profile(facts: ScanFacts, profile: str) -> dict[str, str]:
+    """Issues that keep `facts` from meeting `profile`, keyed like sslyze's checker ({} = compliant).
+
+    Inputs that were not tested are named under the extra key "incomplete" (sslyze raises
+    ServerScanResultIncomplete instead); a result with only that key means "could not tell".
+    """
+    p = get_profile(profile)
+    issues: dict[str, str] = {}
+    issues.update(_check_certificates(facts, p))
+    issues.update(_check_versions_and_ciphers(facts, p))
+    issues.update(_check_curves(facts, p))
+    issues.update(_check_vulnerabilities(facts))
+    missing = _untested_inputs(facts)
+    if missing:
+        issues["incomplete"] = "Not tested, so compliance cannot be confirmed: " + ", ".join(missing) + "."
+    return issues
+
+
+def profile_report(facts: ScanFacts) -> dict[str, dict]:
+    """{"modern": {"compliant": bool | None, "issues": {...}}, ...} for all three profiles."""
+    report = {}
+    for name in PROFILE_NAMES:
+        issues = check_profile(facts, name)
+        real = {k: v for k, v in issues.items() if k != "incomplete"}
+        compliant = False if real else (None if issues else True)
+        report[name] = {"compliant": compliant, "issues": issues}
+    return report
+
+
+def best_profile(report: dict) -> str | None:
+    """The strictest profile the report says is met, or None."""
+    for name in PROFILE_NAMES:
+        entry = report.get(name) or {}
+        if entry.get("compliant") is True:
+            return name
+    return None
+
+
+def _untested_inputs(facts: ScanFacts) -> list[str]:
+    missing = [f"protocol {v}" for v in PROTOCOLS if not facts.protocol_tested(v)]
+    if not facts.curves_check.tested:
+        missing.append("elliptic curves")
+    if not facts.certificates:
+        missing.append("certificate")
+    for name in ("heartbleed", "ccs_injection", "robot", "compression", "fallback_scsv",
+                 "secure_renegotiation", "extended_master_secret"):
+        if not facts.check(name).tested:
+            missing.append(name.replace("_", " "))
+    return missing
+
+
+def signature_algorithm(deployment) -> str | None:
+    """The leaf's signature algorithm in Mozilla's (OpenSSL) spelling, e.g. "sha256WithRSAEncryption".
+
+    The algorithm follows the *issuer's* key type, so it needs the next certificate in the chain
+    (or the leaf itself when self-signed). None when we cannot tell.
+    """
+    leaf = deployment.leaf
+    if not leaf.signature_hash:
+        return None
+    if leaf.self_signed:
+        issuer_type = leaf.key_type
+    elif len(deployment.chain) > 1:
+        issuer_type = deployment.chain[1].key_type
+    else:
+        return None
+    digest = leaf.signature_hash.upper().replace("-", "")
+    if issuer_type == "RSA":
+        return f"{digest.lower()}WithRSAEncryption"
+    if issuer_type == "EC":
+        return f"ecdsa-with-{digest}"
+    return None
+
+
+def _check_certificates(facts: ScanFacts, p: Profile) -> dict[str, str]:
+    issues: dict[str, str] = {}
+    if not facts.certificates:
+        return issues
+    key_types: set[str] = set()
+    signatures: set[str] = set()
+    unknown_signature = False
+    cert_curves = {normalise_curve(c) for c in p.certificate_curves}
+    for dep in facts.certificates:
+        leaf = dep.leaf
+        # sslyze's path validation includes the host name, so a mismatch fails it too.
+        if not (is_trusted(dep, facts) and dep.hostname_matches):
+            issues["certificate_path_validation"] = f"Certificate path validation failed for {leaf.subject}."
+        if leaf.key_type == "EC":
+            key_types.add("ecdsa")
+            if not leaf.curve or normalise_curve(leaf.curve) not in cert_curves:
+                issues["certificate_curves"] = (
+                    f"Certificate curve is {leaf.curve}, should be one of {_fmt(p.certificate_curves)}.")
+        elif leaf.key_type == "RSA":
+            key_types.add("rsa")
+            if p.rsa_key_size and leaf.key_bits < p.rsa_key_size:
+                issues["rsa_key_size"] = f"RSA key size is {leaf.key_bits}, minimum allowed is {p.rsa_key_size}."
+        else:
+            key_types.add(leaf.key_type)
+        sig = signature_algorithm(dep)
+        if sig is None:
+            unknown_signature = True
+        else:
+            signatures.add(sig)
+        lifespan = (leaf.not_after - leaf.not_before).days
+        if lifespan > p.maximum_certificate_lifespan:
+            issues["maximum_certificate_lifespan"] = (
+                f"Certificate life span is {lifespan} days, should be less than {p.maximum_certificate_lifespan}.")
+    if not key_types & set(p.certificate_types):
+        issues["certificate_types"] = (
+            f"Deployed certificate types are {_fmt(sorted(key_types))}, "
+            f"should have at least one of {_fmt(p.certificate_types)}.")
+    # Only judge signatures when every leaf's algorithm is known: a guess would invent issues.
+    if not unknown_signature and not signatures & set(p.certificate_signatures):
+        issues["certificate_signatures"] = (
+            f"Deployed certificate signatures are {_fmt(sorted(signatures))}, "
+            f"should have at least one of {_fmt(p.certificate_signatures)}.")
+    return issues
+
+
+def _ecdh_bits(bits: int) -> int:
+    # nassl reports X25519 as 253 bits; sslyze's checker adds 3, so do we.
+    return bits + 3 if bits == 253 else bits
+
+
+def _check_versions_and_ciphers(facts: ScanFacts, p: Profile) -> dict[str, str]:
+    issues: dict[str, str] = {}
+    versions = [v for v in PROTOCOLS if facts.supports(v)]
+    extra_versions = [_MOZILLA_VERSION_NAME[v] for v in versions if v not in p.tls_versions]
+    if extra_versions:
+        issues["tls_versions"] = f"TLS versions {_fmt(extra_versions)} are supported, but should be rejected."
+    supported = [s for s in facts.suites if facts.supports(s.protocol)]
+    extra13 = _unique(s.name for s in supported if s.protocol == "TLSv1.3" and s.name not in p.ciphersuites)
+    if extra13:
+        issues["ciphersuites"] = f"TLS 1.3 cipher suites {_fmt(extra13)} are supported, but should be rejected."
+    extra = _unique(s.name for s in supported if s.protocol != "TLSv1.3" and s.name not in p.ciphers_iana)
+    if extra:
+        issues["ciphers"] = f"Cipher suites {_fmt(extra)} are supported, but should be rejected."
+    ecdh = [_ecdh_bits(s.kx_bits) for s in supported if s.kx_type == "ECDH" and s.kx_bits]
+    if ecdh and min(ecdh) < p.ecdh_param_size:
+        issues["ecdh_param_size"] = (
+            f"ECDH parameter size is {min(ecdh)}, should be superior or equal to {p.ecdh_param_size}.")
+    dh = [s.kx_bits for s in supported if s.kx_type == "DH" and s.kx_bits]
+    if p.dh_param_size and dh and min(dh) < p.dh_param_size:
+        issues["dh_param_size"] = (
+            f"DH parameter size is {min(dh)}, should be superior or equal to {p.dh_param_size}.")
+    return issues
+
+
+def _check_curves(facts: ScanFacts, p: Profile) -> dict[str, str]:
+    allowed = {normalise_curve(c) for c in p.tls_curves}
+    extra = _unique(c for c in facts.curves if normalise_curve(c) not in allowed)
+    if facts.curves_check.status == OK and extra:
+        return {"tls_curves": f"TLS curves {_fmt(extra)} are supported, but should be rejected."}
+    return {}
+
+
+_VULNERABILITY_ISSUES = {
+    "compression": ("tls_vulnerability_compression", "Server is vulnerable to TLS compression attacks."),
+    "ccs_injection": ("tls_vulnerability_ccs_injection", "Server is vulnerable to the OpenSSL CCS injection attack."),
+    "fallback_scsv": ("tls_vulnerability_fallback_scsv",
+                      "Server is vulnerable to TLS downgrade attacks because it does not support the "
+                      "TLS_FALLBACK_SCSV mechanism."),
+    "heartbleed": ("tls_vulnerability_heartbleed", "Server is vulnerable to the OpenSSL Heartbleed attack."),
+    "secure_renegotiation": ("tls_vulnerability_renegotiation",
+                             "Server is vulnerable to the insecure renegotiation attack."),
+    "extended_master_secret": ("tls_vulnerability_extended_master_secret",
+                               "Server does not support the Extended Master Secret TLS extension."),
+}
+
+
+def _check_vulnerabilities(facts: ScanFacts) -> dict[str, str]:
+    issues = {key: text for name, (key, text) in _VULNERABILITY_ISSUES.items() if facts.check(name).status == BAD}
+    robot = facts.check("robot")
+    # Like sslyze: only a strong oracle fails the profile.
+    if robot.status == BAD and robot.value == "VULNERABLE_STRONG_ORACLE":
+        issues["tls_vulnerability_robot"] = "Server is vulnerable to the ROBOT attack."
+    return issues
+
+
+def _unique(items) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _fmt(items) -> str:
+    return "{" + ", ".join(f"'{i}'" for i in items) + "}"
+
+
+# --- plain-words explanations of checker issues -------------------------------------------
+
+_QUOTED = re.compile(r"'([^']+)'")
+_NUMBERS = re.compile(r"\d+")
+
+
+def explain_issues(profile: str, issues: dict[str, str]) -> list[str]:
+    """One plain sentence per checker issue (ours or sslyze's: same keys, same texts)."""
+    p = get_profile(profile)
+    return [_explain(p, key, text) for key, text in issues.items()]
+
+
+def _names(text: str) -> list[str]:
+    return _QUOTED.findall(text)
+
+
+def _and(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _explain(p: Profile, key: str, text: str) -> str:
+    label = f"the Mozilla {p.name} profile"
+    if key == "tls_versions":
+        names = [_OUR_VERSION_NAME.get(n, n) for n in _names(text)]
+        allowed = _and([v.replace("v", " ") for v in p.tls_versions])
+        return (f"Turn off {_and(names) or 'the extra protocol versions'}: {label} allows only {allowed}.")
+    if key == "ciphers":
+        names = _names(text)
+        return (f"Remove {len(names)} cipher suite{'s' if len(names) != 1 else ''} that {label} does not allow "
+                f"for TLS 1.2 and older: {', '.join(names)}." if names else
+                f"Some cipher suites for TLS 1.2 and older are not allowed by {label}.")
+    if key == "ciphersuites":
+        return (f"Limit TLS 1.3 to {', '.join(p.ciphersuites)}; also enabled: {', '.join(_names(text)) or text}.")
+    if key == "dh_param_size":
+        nums = _NUMBERS.findall(text)
+        size = nums[0] if nums else "too small"
+        return (f"Your Diffie-Hellman group is {size} bits; {label} needs at least {p.dh_param_size} bits "
+                f"(use the ffdhe2048 group) or drop the DHE suites.")
+    if key == "ecdh_param_size":
+        nums = _NUMBERS.findall(text)
+        size = nums[0] if nums else "too small"
+        return (f"An elliptic-curve group of {size} bits is in use; {label} needs at least "
+                f"{p.ecdh_param_size} bits (X25519, P-256 or P-384).")
+    if key == "tls_curves":
+        return (f"Stop offering the key-exchange groups {_and(_names(text)) or 'listed'}; {label} allows "
+                f"{_and(list(p.tls_curves))}.")
+    if key == "certificate_path_validation":
+        return ("Browsers do not trust your certificate chain: install a certificate from a public CA "
+                "and serve its intermediate certificates.")
+    if key == "certificate_types":
+        wanted = _and([t.upper() if t == "rsa" else "ECDSA" for t in p.certificate_types])
+        return f"Your certificate's key type is not allowed by {label}: it needs an {wanted} certificate."
+    if key == "certificate_curves":
+        return (f"Your ECDSA certificate uses a curve {label} does not allow; use P-256 or P-384.")
+    if key == "certificate_signatures":
+        return (f"Your certificate's signature algorithm is not allowed by {label} "
+                f"(allowed: {', '.join(p.certificate_signatures)}); ask your CA for a matching chain.")
+    if key == "rsa_key_size":
+        nums = _NUMBERS.findall(text)
+        size = nums[0] if nums else "too small"
+        return f"Your RSA key is {size} bits; {label} needs at least {p.rsa_key_size} bits."
+    if key == "maximum_certificate_lifespan":
+        nums = _NUMBERS.findall(text)
+        days = nums[0] if nums else "too many"
+        return (f"Your certificate is valid for {days} days; {label} allows at most "
+                f"{p.maximum_certificate_lifespan} days (it recommends {p.recommended_certificate_lifespan}).")
+    if key == "incomplete":
+        return f"Some checks did not run, so compliance with {label} cannot be confirmed. {text}"
+    vulnerabilities = {
+        "tls_vulnerability_compression": "Turn off TLS compression: it lets attackers recover secrets (CRIME).",
+        "tls_vulnerability_ccs_injection": "Update OpenSSL: the server is vulnerable to CCS injection (CVE-2014-0224).",
+        "tls_vulnerability_fallback_scsv": "Support TLS_FALLBACK_SCSV so attackers cannot force older protocol "
+                                           "versions (a current OpenSSL does this by itself).",
+        "tls_vulnerability_heartbleed": "Update OpenSSL now and replace your keys: the server leaks memory "
+                                        "through Heartbleed (CVE-2014-0160).",
+        "tls_vulnerability_robot": "Disable RSA key exchange or patch the server: it is vulnerable to ROBOT.",
+        "tls_vulnerability_renegotiation": "Enable secure renegotiation (RFC 5746); current TLS libraries "
+                                           "support it by default.",
+        "tls_vulnerability_extended_master_secret": "Enable the Extended Master Secret extension (RFC 7627) by "
+                                                    "updating the TLS library.",
+    }
+    if key in vulnerabilities:
+        return vulnerabilities[key]
+    return f"The Mozilla {p.name} profile: {text}"
+
