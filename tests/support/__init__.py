@@ -1,0 +1,1 @@
+"""Test support shared by the test suites: a private PKI and a lab of local nginx TLS servers."""
