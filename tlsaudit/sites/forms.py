@@ -17,11 +17,16 @@ class SiteForm(forms.ModelForm):
         widget=forms.TextInput(attrs={"placeholder": "example.com", "autofocus": True}))
     tags_text = forms.CharField(label="Tags", required=False, max_length=400,
                                 help_text="Comma-separated, e.g. client-a, production.")
+    # Text fields, so a bad port gets our message rather than "Enter a whole number".
+    https_port = forms.CharField(label="HTTPS port", required=False, max_length=10,
+                                 widget=forms.TextInput(attrs={"placeholder": "443", "inputmode": "numeric"}))
+    http_port = forms.CharField(label="HTTP port", required=False, max_length=10,
+                                widget=forms.TextInput(attrs={"placeholder": "80", "inputmode": "numeric"}))
 
     class Meta:
         model = Site
         fields = ["https_port", "http_port", "pinned_ip", "name"]
-        labels = {"https_port": "HTTPS port", "http_port": "HTTP port", "pinned_ip": "Pinned IP (optional)",
+        labels = {"pinned_ip": "Pinned IP (optional)",
                   "name": "Display name (optional)"}
         help_texts = {"pinned_ip": "Scan this address instead of resolving the host name "
                                    "(a staging server, or one node behind a load balancer)."}
@@ -29,10 +34,6 @@ class SiteForm(forms.ModelForm):
     def __init__(self, *args, org, **kwargs):
         super().__init__(*args, **kwargs)
         self.org = org
-        self.fields["https_port"].required = False
-        self.fields["http_port"].required = False
-        self.fields["https_port"].widget.attrs.update(placeholder="443")
-        self.fields["http_port"].widget.attrs.update(placeholder="80")
         if self.instance.pk:
             self.initial.setdefault("address", self.instance.display_hostname)
             self.initial.setdefault("tags_text", ", ".join(t.name for t in self.instance.tags.all()))
@@ -51,8 +52,8 @@ class SiteForm(forms.ModelForm):
         return self._port("http_port")
 
     def _port(self, field):
-        value = self.data.get(self.add_prefix(field), "")
-        if value in ("", None):
+        value = self.cleaned_data.get(field, "").strip()
+        if not value:
             return None
         try:
             return parse_port(value)

@@ -52,8 +52,16 @@ class Site(models.Model):
 
     @property
     def origin(self) -> str:
-        host = f"[{self.hostname}]" if ":" in self.hostname else self.hostname
-        return host if self.https_port == 443 else f"{host}:{self.https_port}"
+        return _origin(self.hostname, self.https_port)
+
+    @property
+    def display_origin(self) -> str:
+        return _origin(self.display_hostname, self.https_port)
 
     def get_absolute_url(self):
         return reverse("sites:detail", args=[self.organization.slug, self.pk])
+
+
+def _origin(host: str, port: int) -> str:
+    host = f"[{host}]" if ":" in host else host
+    return host if port == 443 else f"{host}:{port}"
