@@ -222,13 +222,14 @@ def broker_url() -> str:
 CELERY_BROKER_URL = broker_url()
 BROKER_DIR = VAR_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("in", "processed"):
+    for sub in ("in", "processed", "control"):
         (BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     # One folder for in and out: a producer's "out" is the consumer's "in".
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "in"),
         "data_folder_out": str(BROKER_DIR / "in"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),  # else kombu writes ./control in the cwd
         "store_processed": False,
     }
     CELERY_RESULT_BACKEND = f"file://{VAR_DIR / 'celery-results'}"
@@ -275,6 +276,8 @@ CSRF_COOKIE_SECURE = _https
 SECURE_SSL_REDIRECT = _https and env_bool("SECURE_SSL_REDIRECT", True)
 SECURE_HSTS_SECONDS = 31536000 if _https else 0
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _https
+# The header only makes preloading possible; submitting the domain stays the operator's choice.
+SECURE_HSTS_PRELOAD = _https and env_bool("HSTS_PRELOAD", True)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

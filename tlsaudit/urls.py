@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -17,7 +18,9 @@ auth_patterns = [
     path("password/change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("password/reset/", auth_views.PasswordResetView.as_view(
         email_template_name="registration/password_reset_email.txt",
-        html_email_template_name="registration/password_reset_email.html"), name="password_reset"),
+        html_email_template_name="registration/password_reset_email.html",
+        # Links come from SITE_URL, never from the request's Host header.
+        extra_email_context={"site_url": settings.SITE_URL}), name="password_reset"),
     path("password/reset/sent/", auth_views.PasswordResetDoneView.as_view(), name="password_reset_done"),
     path("password/reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(),
          name="password_reset_confirm"),

@@ -36,3 +36,7 @@ class SignupForm(forms.ModelForm):
 class EmailAuthenticationForm(AuthenticationForm):
     username = forms.EmailField(label="Email", widget=forms.EmailInput(attrs={"autofocus": True,
                                                                             "autocomplete": "email"}))
+
+    def clean_username(self):
+        # Accounts store the address in lower case (see UserManager), so log in the same way.
+        return self.cleaned_data["username"].strip().lower()

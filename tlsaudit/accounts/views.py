@@ -4,6 +4,7 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from tlsaudit.accounts.emails import read_verification_token, send_verification
@@ -20,7 +21,7 @@ def signup(request):
         send_verification(user)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.info(request, f"Welcome! We sent a verification link to {user.email}.")
-        return redirect(request.GET.get("next") or "home")
+        return redirect(safe_next(request, request.GET.get("next")))
     return render(request, "accounts/signup.html", {"form": form})
 
 
@@ -47,4 +48,12 @@ def resend_verification(request):
     else:
         send_verification(request.user)
         messages.info(request, f"We sent a new verification link to {request.user.email}.")
-    return redirect(request.POST.get("next") or "home")
+    return redirect(safe_next(request, request.POST.get("next")))
+
+
+def safe_next(request, url: str | None) -> str:
+    """`url` if it stays on this site, else the dashboard: `next` must not send users elsewhere."""
+    if url and url_has_allowed_host_and_scheme(url, allowed_hosts={request.get_host()},
+                                               require_https=request.is_secure()):
+        return url
+    return "home"

@@ -16,7 +16,8 @@ class OrganizationForm(forms.ModelForm):
         return name
 
 
-class OrganizationSettingsForm(forms.ModelForm):
+class OrganizationSettingsForm(OrganizationForm):
+    # Inherits clean_name: renaming follows the same rule as creating.
     class Meta:
         model = Organization
         fields = ["name", "custom_ca_pem"]

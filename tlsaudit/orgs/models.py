@@ -34,10 +34,14 @@ class Organization(models.Model):
         return self.memberships.filter(user=user).values_list("role", flat=True).first()
 
 
+# First path segments under /orgs/ that are not organizations (see orgs/urls.py).
+RESERVED_SLUGS = {"new", "invitations"}
+
+
 def unique_slug(name: str) -> str:
     base = slugify(name)[:50] or "org"
     slug, n = base, 1
-    while Organization.objects.filter(slug=slug).exists():
+    while slug in RESERVED_SLUGS or Organization.objects.filter(slug=slug).exists():
         n += 1
         slug = f"{base}-{n}"
     return slug

@@ -1,0 +1,19 @@
+# One image for web, worker and beat (docker-compose.yml picks the command).
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 TLSAUDIT_VAR_DIR=/app/var
+# chromium: browser probes and PDF reports; fonts for readable PDFs.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends chromium fonts-dejavu-core ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+RUN useradd --create-home --uid 1000 tlsaudit
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install -r requirements.txt
+COPY . .
+RUN mkdir -p var && chown -R tlsaudit var \
+ && SECRET_KEY=build-only-not-secret-build-only-not-secret ALLOWED_HOSTS=build TLSAUDIT_DEV=0 \
+    python manage.py collectstatic --noinput
+USER tlsaudit
+EXPOSE 8000
+CMD ["gunicorn", "tlsaudit.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

@@ -1,0 +1,68 @@
+"""docker-compose.yml, Dockerfile, .env.example and the README cannot run here (no Docker
+engine), so their shape is checked: services, commands, environment, documented variables."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def compose():
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_compose_has_the_five_services_from_one_image():
+    services = compose()["services"]
+    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
+    for name in ("web", "worker", "beat"):
+        assert services[name]["build"] == "." and services[name]["image"] == "tlsaudit:latest", name
+        assert services[name]["env_file"] == ".env"
+        assert services[name]["environment"]["DATABASE_URL"].startswith("postgres://")
+        assert services[name]["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert (ROOT / "Dockerfile").exists()
+
+
+def test_compose_commands_start_gunicorn_worker_and_beat():
+    services = compose()["services"]
+    assert "gunicorn tlsaudit.wsgi" in services["web"]["command"]
+    assert "migrate" in services["web"]["command"]
+    assert services["worker"]["command"].startswith("celery -A workers worker -Q scan,load,browser,default")
+    assert services["beat"]["command"].startswith("celery -A workers beat")
+    assert "healthz" in " ".join(services["web"]["healthcheck"]["test"])
+
+
+def test_the_procfile_runs_web_worker_and_beat():
+    lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
+    assert set(lines) == {"web", "worker", "beat"}
+    assert "celery -A workers worker" in lines["worker"] and "celery -A workers beat" in lines["beat"]
+
+
+def test_env_example_documents_every_variable_the_settings_read():
+    settings_src = (ROOT / "tlsaudit" / "settings.py").read_text()
+    read = set(re.findall(r'env_(?:str|bool|int|list|url)\(\s*"([A-Z_]+)"', settings_src))
+    read |= set(re.findall(r'os\.environ\.get\(\s*"([A-Z_]+)"', settings_src))
+    documented = set(re.findall(r"^([A-Z_]+)=", (ROOT / ".env.example").read_text(), re.M))
+    assert read, "no variables found: the pattern is out of date"
+    assert read - documented == set(), f"undocumented: {sorted(read - documented)}"
+
+
+def test_the_readme_quick_start_is_exactly_make_run_and_make_test():
+    readme = (ROOT / "README.md").read_text()
+    quick_start = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^\s*(make \w+)\s*$", quick_start, re.M)
+    assert commands == ["make run", "make test"]
+    assert (ROOT / ".ci" / "run").read_text().strip().endswith("make test")
+
+
+def test_the_licence_is_agpl():
+    assert "GNU AFFERO GENERAL PUBLIC LICENSE" in (ROOT / "LICENSE").read_text()[:200]
+    assert 'license = "AGPL-3.0-or-later"' in (ROOT / "pyproject.toml").read_text()
+
+
+def test_requirements_are_pinned():
+    lines = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", ln) for ln in lines), lines
+    assert any(ln.startswith("Django==5.2.") for ln in lines)

@@ -1,0 +1,72 @@
+"""Settings come from the environment and fail loudly on bad values (a real `manage.py check`)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_check(tmp_path, **env):
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DEBUG", "TLSAUDIT_DEV",
+                         "ALLOWED_HOSTS", "EMAIL_URL", "SITE_URL")}
+    base.update(TLSAUDIT_VAR_DIR=str(tmp_path), **env)
+    return subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=base,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("env, message", [
+    ({}, "SECRET_KEY must be set in production"),
+    ({"SECRET_KEY": "short"}, "SECRET_KEY is too short"),
+    ({"TLSAUDIT_DEV": "maybe"}, "TLSAUDIT_DEV='maybe' is not a boolean"),
+    ({"TLSAUDIT_DEV": "1", "DATABASE_URL": "mysql://db/x"}, "DATABASE_URL must be postgres://"),
+    ({"TLSAUDIT_DEV": "1", "REDIS_URL": "http://cache"}, "unsupported scheme"),
+    ({"TLSAUDIT_DEV": "1", "EMAIL_URL": "pigeon://coop"}, "EMAIL_URL must be a URL with scheme"),
+    ({"TLSAUDIT_DEV": "1", "SITE_URL": "ftp://x"}, "SITE_URL must be a URL with scheme http or https"),
+    ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "soon"}, "WORKER_HEARTBEAT_SECONDS='soon' is not an integer"),
+    ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "1"}, "WORKER_HEARTBEAT_SECONDS=1 must be at least 5"),
+    ({"SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must list the host names"),
+])
+def test_it_refuses_to_start_on_bad_configuration(tmp_path, env, message):
+    result = run_check(tmp_path, **env)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_with_nothing_set_in_dev_it_uses_sqlite_and_the_filesystem_broker(tmp_path):
+    code = ("from django.conf import settings as s; "
+            "print(s.DATABASES['default']['ENGINE'], s.CELERY_BROKER_URL, s.EMAIL_BACKEND)")
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+    env.update(TLSAUDIT_DEV="1", TLSAUDIT_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="tlsaudit.settings")
+    out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert out == ["django.db.backends.sqlite3", "filesystem://", "django.core.mail.backends.console.EmailBackend"]
+    assert (tmp_path / "broker" / "in").is_dir()
+
+
+def test_a_production_configuration_passes_the_deploy_check(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=ROOT,
+        env={**os.environ, "TLSAUDIT_VAR_DIR": str(tmp_path), "TLSAUDIT_DEV": "0", "DEBUG": "0",
+             "SECRET_KEY": "k" * 20 + "9Xq-random-enough-secret-for-tests-0123456789",
+             "ALLOWED_HOSTS": "audit.example.com", "SITE_URL": "https://audit.example.com",
+             "EMAIL_URL": "smtp://mailer:secret@smtp.example.com:587"},
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_email_url_is_parsed_into_smtp_settings(settings):
+    from tlsaudit import settings as module
+
+    os.environ["EMAIL_URL"] = "smtps://user%40x:p%40ss@mail.example.com"
+    try:
+        config = module.email_config()
+    finally:
+        del os.environ["EMAIL_URL"]
+    assert config["EMAIL_HOST"] == "mail.example.com"
+    assert (config["EMAIL_PORT"], config["EMAIL_USE_SSL"], config["EMAIL_USE_TLS"]) == (465, True, False)
+    assert (config["EMAIL_HOST_USER"], config["EMAIL_HOST_PASSWORD"]) == ("user@x", "p@ss")

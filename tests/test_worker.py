@@ -1,0 +1,58 @@
+"""A real Celery worker consumes from the real Redis and its task changes the database."""
+
+import uuid
+
+import pytest
+from celery.contrib.testing.worker import start_worker
+
+from tlsaudit.core.models import WorkerHeartbeat
+from workers.celery import app
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def celery_worker():
+    import workers.tasks  # noqa: F401  register the tasks in this process
+
+    app.control.purge()  # nothing left over from an earlier run
+    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
+                      queues=["default", "scan", "load", "browser"], shutdown_timeout=30) as worker:
+        yield worker
+
+
+def test_a_task_sent_by_name_runs_on_the_worker_and_writes_the_database(celery_worker):
+    token = f"test-{uuid.uuid4()}"
+    result = app.send_task("workers.tasks.ping.ping", args=[token])
+    # The effect is in the database: that is what the web app reads.
+    heartbeat = wait_for(lambda: WorkerHeartbeat.objects.filter(name=token).first())
+    assert heartbeat.count == 1
+    assert result.id
+
+
+def test_routes_put_each_family_of_tasks_on_its_queue():
+    route = app.amqp.router.route
+    assert route({}, "workers.tasks.audit.run_audit")["queue"].name == "scan"
+    assert route({}, "workers.tasks.load.run_agent")["queue"].name == "load"
+    assert route({}, "workers.tasks.browser.run_probe")["queue"].name == "browser"
+    assert route({}, "workers.tasks.ping.ping")["queue"].name == "default"
+
+
+def test_the_worker_is_configured_to_survive_crashes_and_leaks():
+    conf = app.conf
+    assert conf.task_acks_late and conf.task_reject_on_worker_lost
+    assert conf.worker_prefetch_multiplier == 1
+    assert 0 < conf.task_soft_time_limit < conf.task_time_limit
+    assert conf.worker_max_tasks_per_child > 0
+
+
+def wait_for(probe, timeout=20.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"nothing after {timeout} s")
