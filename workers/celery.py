@@ -50,7 +50,7 @@ app.conf.update(
 def warm_up_worker(**_):
     # Import sslyze and load its trust stores once per child, not in every task.
     try:
-        from workers.tls.engine import warm_up
+        from workers.tls.warmup import warm_up
     except ImportError:  # engine not installed in this deployment
         return
     warm_up()

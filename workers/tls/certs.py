@@ -1,0 +1,210 @@
+"""Certificates: turn sslyze's certificate deployments into `CertificateDeployment` facts.
+
+Also our own SAN matcher (`leaf_matches`) and the chain-completeness rule, neither of
+which sslyze 6 provides.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+
+from tlsaudit.domain.hostmatch import hostname_matches
+from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
+
+# sslyze's name for the CA file we pass in -> the name the rest of TLS Audit uses.
+CUSTOM_CA_STORE = "Custom CA"
+_STORE_NAMES = {"Supplied CA file": CUSTOM_CA_STORE}
+
+
+def leaf_matches(cert: x509.Certificate, hostname: str) -> bool:
+    """Browser rules: subjectAltName only (no CN fallback), one-label wildcards, IPs vs IP SANs."""
+    dns_names, ip_names = san_names(cert)
+    return hostname_matches(hostname, dns_names, ip_names)
+
+
+def san_names(cert: x509.Certificate) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (x509.ExtensionNotFound, ValueError):
+        return (), ()
+    dns_names = tuple(san.get_values_for_type(x509.DNSName))
+    ip_names = tuple(str(ip) for ip in san.get_values_for_type(x509.IPAddress))
+    return dns_names, ip_names
+
+
+def describe_certificate(cert: x509.Certificate) -> Certificate:
+    key_type, key_bits, curve, exponent = describe_public_key(cert.public_key())
+    dns_names, ip_names = san_names(cert)
+    return Certificate(
+        subject=_name_text(lambda: cert.subject),
+        issuer=_name_text(lambda: cert.issuer),
+        serial_hex=format(cert.serial_number, "x"),
+        not_before=cert.not_valid_before_utc,
+        not_after=cert.not_valid_after_utc,
+        key_type=key_type,
+        key_bits=key_bits,
+        curve=curve,
+        signature_hash=signature_hash_name(cert),
+        san_dns=dns_names,
+        san_ip=ip_names,
+        is_ca=is_ca_certificate(cert),
+        self_signed=is_self_signed(cert),
+        fingerprint_sha256=cert.fingerprint(hashes.SHA256()).hex(),
+        rsa_exponent=exponent,
+        pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
+    )
+
+
+def describe_public_key(key) -> tuple[str, int, str | None, int | None]:
+    """(type, bits, curve, RSA exponent)."""
+    if isinstance(key, rsa.RSAPublicKey):
+        return "RSA", key.key_size, None, key.public_numbers().e
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return "EC", key.key_size, key.curve.name, None
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return "Ed25519", 256, None, None
+    if isinstance(key, ed448.Ed448PublicKey):
+        return "Ed448", 456, None, None
+    if isinstance(key, dsa.DSAPublicKey):
+        return "DSA", key.key_size, None, None
+    return type(key).__name__, 0, None, None
+
+
+def signature_hash_name(cert: x509.Certificate) -> str | None:
+    try:
+        algorithm = cert.signature_hash_algorithm
+    except Exception:               # UnsupportedAlgorithm for exotic signatures: report as unknown
+        return None
+    return algorithm.name if algorithm is not None else None
+
+
+def is_ca_certificate(cert: x509.Certificate) -> bool:
+    try:
+        return bool(cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca)
+    except (x509.ExtensionNotFound, ValueError):
+        return False
+
+
+def is_self_signed(cert: x509.Certificate) -> bool:
+    return cert.subject == cert.issuer and issued_by(cert, cert)
+
+
+def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """Did `issuer` sign `cert`? Name and signature, so cross-signs sharing a name do not confuse us."""
+    if cert.issuer != issuer.subject:
+        return False
+    try:
+        cert.verify_directly_issued_by(issuer)
+        return True
+    except Exception:               # bad signature, or an algorithm cryptography cannot verify
+        return False
+
+
+def trust_results(path_validation_results) -> tuple[TrustResult, ...]:
+    return tuple(
+        TrustResult(store=store_name(r.trust_store.name), trusted=r.was_validation_successful,
+                    error=r.validation_error or "")
+        for r in path_validation_results
+    )
+
+
+def store_name(sslyze_name: str) -> str:
+    return _STORE_NAMES.get(sslyze_name, sslyze_name)
+
+
+def chain_is_complete(received: list[x509.Certificate], path_validation_results) -> bool | None:
+    """Did the server send every certificate a client needs between the leaf and a root?
+
+    1. If some store validated the chain, complete means every certificate of the verified
+       chain except its anchor was sent (a client cannot fetch what is missing; we do not
+       follow AIA either).
+    2. Otherwise walk from the leaf through the sent certificates by issuer + signature.
+       The top of that walk is complete when it is self-signed (a full chain to an
+       untrusted root) or when its issuer is an anchor in any store we validated against,
+       including the custom CA file.
+    3. Otherwise (issuer neither sent nor an anchor) it is incomplete. For a private CA
+       scanned without its CA file this also reads "incomplete": we cannot tell a missing
+       intermediate from an unknown root, and the trust results already say "untrusted".
+    """
+    if not received:
+        return None
+    verified = next((r.verified_certificate_chain for r in path_validation_results
+                     if r.was_validation_successful and r.verified_certificate_chain), None)
+    if verified:
+        return all(cert in received for cert in verified[:-1])
+    top = top_of_sent_chain(received)
+    if is_self_signed(top):
+        return True
+    stores = {r.trust_store.path for r in path_validation_results}
+    return any(issued_by(top, anchor) for path in stores for anchor in load_anchors(path))
+
+
+def top_of_sent_chain(received: list[x509.Certificate]) -> x509.Certificate:
+    current, unused = received[0], list(received[1:])
+    while True:
+        issuer = next((c for c in unused if issued_by(current, c)), None)
+        if issuer is None or issuer == current:
+            return current
+        unused.remove(issuer)
+        current = issuer
+
+
+@functools.lru_cache(maxsize=16)
+def load_anchors(path: Path) -> tuple[x509.Certificate, ...]:
+    """Certificates of a trust store file, parsed once per process (the bundled stores never change)."""
+    try:
+        return tuple(x509.load_pem_x509_certificates(Path(path).read_bytes()))
+    except (OSError, ValueError):
+        return ()
+
+
+def describe_deployment(deployment, hostname: str) -> CertificateDeployment:
+    """One sslyze CertificateDeploymentAnalysisResult -> our facts."""
+    received = list(deployment.received_certificate_chain)
+    return CertificateDeployment(
+        chain=tuple(describe_certificate(c) for c in received),
+        trust=trust_results(deployment.path_validation_results),
+        hostname_matches=leaf_matches(received[0], hostname),
+        chain_in_order=deployment.received_chain_has_valid_order,
+        chain_complete=chain_is_complete(received, deployment.path_validation_results),
+        chain_has_anchor=_anchor_sent(received, deployment),
+        chain_has_sha1=deployment.verified_chain_has_sha1_signature,
+        symantec_distrusted=deployment.verified_chain_has_legacy_symantec_anchor,
+        ocsp_stapled=ocsp_check(deployment),
+        must_staple=deployment.leaf_certificate_has_must_staple_extension,
+        sct_count=deployment.leaf_certificate_signed_certificate_timestamps_count,
+        is_ev=deployment.leaf_certificate_is_ev,
+    )
+
+
+def _anchor_sent(received: list[x509.Certificate], deployment) -> bool | None:
+    """sslyze only knows when a store validated; a sent self-signed root also counts when none did."""
+    if deployment.received_chain_contains_anchor_certificate is not None:
+        return deployment.received_chain_contains_anchor_certificate
+    return any(is_self_signed(c) for c in received[1:])
+
+
+def ocsp_check(deployment) -> Check:
+    response = deployment.ocsp_response
+    if response is None:
+        return Check(BAD, detail="No OCSP response stapled.", value={"stapled": False})
+    status = response.response_status.name
+    trusted = deployment.ocsp_response_is_trusted
+    value = {"stapled": True, "status": status, "trusted": trusted}
+    if status == "SUCCESSFUL" and trusted:
+        return Check(OK, detail="A trusted OCSP response is stapled.", value=value)
+    if status != "SUCCESSFUL":
+        return Check(BAD, detail=f"The stapled OCSP response is not usable ({status}).", value=value)
+    return Check(BAD, detail="An OCSP response is stapled but could not be verified as trusted.", value=value)
+
+
+def _name_text(get_name) -> str:
+    try:
+        return get_name().rfc4514_string()
+    except ValueError:              # cryptography could not parse the name (sslyze issue #495)
+        return ""

@@ -1,0 +1,299 @@
+"""The TLS scan engine: one host, one pinned address, every sslyze command plus our probes.
+
+Plain arguments in, a plain `ScanOutcome` out; no Django. The Celery task stores
+`outcome.facts.to_dict()`, `outcome.raw`, `outcome.mozilla` and `outcome.error`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import sslyze.__version__ as sslyze_version
+from sslyze import (CertificateInfoExtraArgument, ScanCommandsExtraArguments, Scanner, ServerNetworkConfiguration,
+                    ServerNetworkLocation, ServerScanRequest, ServerScanResultAsJson)
+from sslyze.scanner.scanner_observer import ScannerObserver
+
+from tlsaudit.domain.scanfacts import NOT_TESTED, Check, Hsts, ScanFacts, ServerPreference
+from workers.tls import facts as convert
+from workers.tls import probes
+from workers.tls.errors import TargetError, classify_connectivity_error
+from workers.tls.hsts import parse_hsts
+from workers.tls.mozilla import mozilla_report, untested_report
+from workers.tls.target import ResolvedTarget, resolve_target
+from workers.tls.warmup import filter_sslyze_warnings
+
+log = logging.getLogger(__name__)
+
+ProgressCallback = Callable[[str, str], None]
+
+# Progress statuses passed to on_progress(check_name, status).
+STARTED, DONE, ERROR, SKIPPED = "started", "done", "error", "skipped"
+
+# Python's ssl can negotiate these; SSLv2/SSLv3 are beyond OpenSSL 3.
+_PREFERENCE_PROTOCOLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+# sslyze's handshake-level failures, for which our own wire diagnosis tells no_tls from timeout.
+_HANDSHAKE_FAILURES = {"ServerTlsConfigurationNotSupported", "ServerRejectedTlsHandshake", "TlsHandshakeTimedOut"}
+
+
+@dataclass
+class ScanOutcome:
+    facts: ScanFacts | None
+    mozilla: dict = field(default_factory=dict)     # profile -> {"compliant", "issues", "error"}
+    raw: dict = field(default_factory=dict)         # sslyze JSON, trimmed (see trim_raw)
+    error: TargetError | None = None
+    duration_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def run_scan(
+    host: str,
+    port: int = 443,
+    *,
+    ip: str | None = None,
+    ca_file: str | None = None,
+    allow_private: bool = False,
+    on_progress: ProgressCallback | None = None,
+    network_timeout: float = 5.0,
+    max_retries: int = 1,
+    per_server_connections: int = 5,
+) -> ScanOutcome:
+    """Scan one TLS endpoint. Errors a site owner can act on come back in `outcome.error`, never raised."""
+    filter_sslyze_warnings()
+    scan = _Scan(on_progress)
+    started_at = datetime.now(timezone.utc)
+    try:
+        with scan.phase("resolve"):
+            target = resolve_target(host, port, pinned_ip=ip, allow_private=allow_private, timeout=network_timeout)
+    except TargetError as error:
+        return scan.outcome(None, error=error, mozilla=untested_report(error.message))
+    result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
+                                            max_retries=max_retries, per_server_connections=per_server_connections)
+    raw = trim_raw(sslyze_json(result))
+    if result.scan_result is None:
+        error = diagnose_connectivity_error(scan, target, connectivity_error, network_timeout)
+        return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
+    facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
+    run_probes(scan, facts, probes.Endpoint(target.host, target.ip, target.port, network_timeout))
+    with scan.phase("mozilla"):
+        mozilla = safe_mozilla_report(result)
+    facts.duration_s = round(scan.elapsed(), 3)
+    return scan.outcome(facts, raw=raw, mozilla=mozilla)
+
+
+# --- sslyze -----------------------------------------------------------------------------------
+
+def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, network_timeout: float,
+               max_retries: int, per_server_connections: int):
+    """All 18 commands against the pinned IP; returns (ServerScanResult, connectivity exception or None)."""
+    extra = ScanCommandsExtraArguments(
+        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
+    request = ServerScanRequest(
+        server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
+        network_configuration=ServerNetworkConfiguration(
+            tls_server_name_indication=target.host, network_timeout=network_timeout,
+            network_max_retries=max_retries),
+        scan_commands_extra_arguments=extra,
+    )
+    observer = _ProgressObserver(scan)
+    scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
+                      concurrent_server_scans_limit=1, observers=[observer])
+    with scan.phase("sslyze"):
+        scan.report("connectivity", STARTED)
+        scanner.queue_scans([request])
+        results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
+    report_commands(scan, results[0])
+    return results[0], observer.connectivity_error
+
+
+class _ProgressObserver(ScannerObserver):
+    """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
+
+    def __init__(self, scan: "_Scan"):
+        self.scan = scan
+        self.connectivity_error = None
+
+    def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
+        self.connectivity_error = connectivity_error
+        self.scan.mark("connectivity")
+        self.scan.report("connectivity", ERROR)
+
+    def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
+        self.scan.mark("connectivity")
+        self.scan.report("connectivity", DONE)
+
+    def server_scan_completed(self, server_scan_result) -> None:
+        pass
+
+    def all_server_scans_completed(self) -> None:
+        pass
+
+
+def report_commands(scan: "_Scan", result) -> None:
+    if result.scan_result is None:
+        return
+    for name in type(result.scan_result).__dataclass_fields__:
+        attempt = getattr(result.scan_result, name)
+        scan.report(name, DONE if convert.completed(attempt) else ERROR)
+
+
+def sslyze_json(result) -> dict:
+    return ServerScanResultAsJson.model_validate(result).model_dump(mode="json")
+
+
+def trim_raw(raw: dict) -> dict:
+    """Drop rejected suites (two thirds of the size, no information we keep) and trust-store file paths
+    (server filesystem paths, never shown to users). Mutates and returns `raw`."""
+    _walk_trim(raw)
+    return raw
+
+
+def _walk_trim(node) -> None:
+    if isinstance(node, dict):
+        node.pop("rejected_cipher_suites", None)
+        store = node.get("trust_store")
+        if isinstance(store, dict):
+            store.pop("path", None)
+        for value in node.values():
+            _walk_trim(value)
+    elif isinstance(node, list):
+        for value in node:
+            _walk_trim(value)
+
+
+def diagnose_connectivity_error(scan: "_Scan", target: ResolvedTarget, exc, network_timeout: float) -> TargetError:
+    exc_type = type(exc).__name__ if exc is not None else "Unknown"
+    message = getattr(exc, "error_message", str(exc))
+    wire = None
+    if exc_type in _HANDSHAKE_FAILURES:
+        with scan.phase("diagnose"):
+            wire = probes.diagnose_wire(target.ip, target.port, network_timeout)
+    return classify_connectivity_error(exc_type, message, ip=target.ip, port=target.port,
+                                       timeout=network_timeout, wire=wire)
+
+
+def safe_mozilla_report(result) -> dict:
+    try:
+        return mozilla_report(result)
+    except Exception as exc:        # a checker bug must not lose a finished scan
+        log.exception("Mozilla checker failed")
+        return untested_report(f"The Mozilla checker failed: {exc}")
+
+
+# --- facts ---------------------------------------------------------------------------------------
+
+def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datetime,
+                use_custom_ca: bool) -> ScanFacts:
+    with scan.phase("convert"):
+        scan_result = result.scan_result
+        curves, curves_check = convert.curve_facts(scan_result)
+        return ScanFacts(
+            host=target.host,
+            port=target.port,
+            ip=target.ip,
+            started_at=started_at,
+            duration_s=0.0,
+            scanner=f"sslyze {sslyze_version.__version__}",
+            protocols=convert.protocol_checks(scan_result),
+            suites=convert.accepted_suites(scan_result),
+            curves=curves,
+            curves_check=curves_check,
+            certificates=convert.certificate_deployments(scan_result, target.host),
+            trust_use_custom_ca=use_custom_ca,
+            checks=convert.named_checks(scan_result),
+            errors=convert.command_errors(scan_result),
+            timed_out_suite_tests=convert.count_timed_out_suite_tests(scan_result),
+        )
+
+
+def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> None:
+    with scan.phase("preference"):
+        facts.preferences = measure_preferences(scan, facts, endpoint)
+    with scan.phase("alpn", report=False):
+        facts.alpn, facts.alpn_check = probes.probe_alpn(endpoint)
+    scan.report("alpn", DONE if facts.alpn_check.tested else ERROR)
+    with scan.phase("hsts", report=False):
+        facts.hsts, facts.hsts_check = measure_hsts(endpoint)
+    scan.report("hsts", DONE if facts.hsts_check.tested else ERROR)
+
+
+def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:
+    preferences = {}
+    for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS):
+        if not facts.supports(protocol):
+            continue
+        name = f"preference:{protocol}"
+        scan.report(name, STARTED)
+        if protocol == "SSLv3":
+            preferences[protocol] = ServerPreference(
+                protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
+                reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
+        else:
+            preferences[protocol] = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
+        scan.report(name, DONE if preferences[protocol].enforced is not None else SKIPPED)
+    return preferences
+
+
+def measure_hsts(endpoint: probes.Endpoint):
+    try:
+        answer = probes.fetch_hsts_header(endpoint)
+    except (OSError, ValueError) as exc:
+        reason = f"The HTTP request to read HSTS failed: {probes.short_error(exc)}"
+        return None, Check(NOT_TESTED, reason=reason)
+    hsts = parse_hsts(answer.hsts_header) or Hsts(header=None, max_age=None)
+    return hsts, convert.hsts_check(hsts)
+
+
+# --- bookkeeping: timings and progress -------------------------------------------------------------
+
+class _Scan:
+    def __init__(self, on_progress: ProgressCallback | None):
+        self.on_progress = on_progress
+        self.start = time.monotonic()
+        self.timings: dict[str, float] = {}
+        self._phase_start: dict[str, float] = {}
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    @contextmanager
+    def phase(self, name: str, report: bool = True) -> Iterator[None]:
+        """Time a phase; report started/done/error unless the caller reports a richer outcome itself."""
+        began = time.monotonic()
+        self._phase_start[name] = began
+        self.report(name, STARTED)
+        try:
+            yield
+        except Exception:
+            self.timings[name] = round(time.monotonic() - began, 3)
+            self.report(name, ERROR)
+            raise
+        self.timings[name] = round(time.monotonic() - began, 3)
+        if report:
+            self.report(name, DONE)
+
+    def mark(self, name: str) -> None:
+        """Time from the start of the sslyze phase to an event inside it (connectivity)."""
+        began = self._phase_start.get("sslyze", self.start)
+        self.timings[name] = round(time.monotonic() - began, 3)
+
+    def report(self, name: str, status: str) -> None:
+        """Progress is best effort: a failing callback must not break sslyze's threads mid-scan."""
+        if self.on_progress is None:
+            return
+        try:
+            self.on_progress(name, status)
+        except Exception:
+            log.exception("on_progress(%r, %r) failed", name, status)
+
+    def outcome(self, facts: ScanFacts | None, **kwargs) -> ScanOutcome:
+        return ScanOutcome(facts=facts, duration_s=round(self.elapsed(), 3), timings=dict(self.timings), **kwargs)

@@ -1,0 +1,320 @@
+"""Our own probes, for what sslyze 6 does not measure: server cipher preference, ALPN,
+the raw HSTS header, and what a port that is not TLS actually speaks.
+
+All of them connect to the pinned address only (never a name), send SNI = host, use a
+short per-socket timeout, and report "could not test" rather than guessing.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
+from workers.tls import errors
+
+with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
+    warnings.simplefilter("ignore", DeprecationWarning)
+    _PY_VERSIONS = {
+        "TLSv1.0": ssl.TLSVersion.TLSv1,
+        "TLSv1.1": ssl.TLSVersion.TLSv1_1,
+        "TLSv1.2": ssl.TLSVersion.TLSv1_2,
+        "TLSv1.3": ssl.TLSVersion.TLSv1_3,
+    }
+# OpenSSL 3 refuses servers without RFC 5746 unless told otherwise; old servers are exactly what we audit.
+_OP_LEGACY_SERVER_CONNECT = getattr(ssl, "OP_LEGACY_SERVER_CONNECT", 0x4)
+# SECLEVEL=0 so OpenSSL 3 still offers legacy suites, TLS 1.0/1.1 and small keys.
+_ALL_CIPHERS = "ALL:COMPLEMENTOFALL:@SECLEVEL=0"
+ALPN_PROTOCOLS = ("h2", "http/1.1")
+_MAX_REDIRECTS = 4
+_MAX_HEADER_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str           # SNI and Host header
+    ip: str             # where we connect, always
+    port: int
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Handshake:
+    cipher: str         # OpenSSL name
+    version: str
+    alpn: str | None
+
+
+@dataclass(frozen=True)
+class HttpProbe:
+    hsts_header: str | None     # the first Strict-Transport-Security value seen
+    status: int                 # HTTP status of the response it came from (or of the last one)
+    path: str                   # the path that response answered
+
+
+# --- connections ------------------------------------------------------------------------
+
+def make_context(protocol: str | None = None, ciphers: str = _ALL_CIPHERS,
+                 alpn: Sequence[str] | None = None) -> ssl.SSLContext:
+    """A client context that verifies nothing (we audit, sslyze validates) and can offer legacy suites."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.options |= _OP_LEGACY_SERVER_CONNECT
+    context.set_ciphers(ciphers)
+    _set_versions(context, protocol)
+    if alpn:
+        context.set_alpn_protocols(list(alpn))
+    return context
+
+
+def _set_versions(context: ssl.SSLContext, protocol: str | None) -> None:
+    """One protocol exactly, or TLS 1.0 and up (Python warns about 1.0/1.1; auditing them is the point)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        if protocol is not None:
+            context.minimum_version = context.maximum_version = _PY_VERSIONS[protocol]
+        else:
+            context.minimum_version = _PY_VERSIONS["TLSv1.0"]
+
+
+def handshake(endpoint: Endpoint, context: ssl.SSLContext) -> Handshake:
+    with socket.create_connection((endpoint.ip, endpoint.port), timeout=endpoint.timeout) as raw:
+        with context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
+            name, version, _ = tls.cipher()
+            return Handshake(cipher=name, version=version, alpn=tls.selected_alpn_protocol())
+
+
+def open_tls(endpoint: Endpoint) -> ssl.SSLSocket:
+    raw = socket.create_connection((endpoint.ip, endpoint.port), timeout=endpoint.timeout)
+    try:
+        return make_context().wrap_socket(raw, server_hostname=endpoint.host)
+    except BaseException:
+        raw.close()
+        raise
+
+
+# --- server cipher preference -----------------------------------------------------------
+
+def probe_preference(endpoint: Endpoint, protocol: str, accepted: Sequence[CipherSuite]) -> ServerPreference:
+    """Does the server impose its own suite order for `protocol`, and which order?
+
+    1. Keep the accepted suites Python's OpenSSL can offer; the others go last, noted.
+    2. Offer them in one order, then reversed. Same pick both times: the server enforces its
+       order. First pick of each list: it follows the client.
+    3. If it enforces, offer what is left again and again; each pick is its next preference.
+    """
+    names = [s.name for s in accepted]
+    if protocol == "TLSv1.3":
+        return ServerPreference(protocol, None, tuple(names),
+                                reason="Python's ssl module cannot choose which TLS 1.3 suites to offer, "
+                                       "so the TLS 1.3 order was not measured.")
+    if len(accepted) < 2:
+        return ServerPreference(protocol, None, tuple(names),
+                                reason="The server accepts a single suite here, so there is no order to impose.")
+    offerable, unofferable = split_offerable(protocol, accepted)
+    if len(offerable) < 2:
+        return ServerPreference(protocol, None, tuple(names),
+                                reason="Python's OpenSSL can offer fewer than two of the accepted suites.")
+    try:
+        return _measure_preference(endpoint, protocol, offerable, unofferable)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        return ServerPreference(protocol, None, tuple(names), reason=f"The probe failed: {short_error(exc)}")
+
+
+def split_offerable(protocol: str, suites: Sequence[CipherSuite]) -> tuple[list[CipherSuite], list[CipherSuite]]:
+    offerable, unofferable = [], []
+    for suite in suites:
+        (offerable if can_offer(protocol, suite.openssl_name) else unofferable).append(suite)
+    return offerable, unofferable
+
+
+def can_offer(protocol: str, openssl_name: str) -> bool:
+    try:
+        context = make_context(protocol, ciphers=f"{openssl_name}:@SECLEVEL=0")
+    except ssl.SSLError:
+        return False
+    return any(c["name"] == openssl_name for c in context.get_ciphers())
+
+
+def _measure_preference(endpoint: Endpoint, protocol: str, offerable: list[CipherSuite],
+                        unofferable: list[CipherSuite]) -> ServerPreference:
+    by_openssl = {s.openssl_name: s for s in offerable}
+    first = _pick(endpoint, protocol, offerable)
+    second = _pick(endpoint, protocol, list(reversed(offerable)))
+    tail = tuple(s.name for s in unofferable)
+    note = _unofferable_note(unofferable)
+    if first != second:
+        follows_client = (first, second) == (offerable[0].openssl_name, offerable[-1].openssl_name)
+        reason = "" if follows_client else (
+            f"The server picked {first} then {second}: neither its own fixed order nor ours.")
+        return ServerPreference(protocol, False if follows_client else None,
+                                tuple(s.name for s in offerable) + tail,
+                                reason=" ".join(p for p in (reason, note) if p))
+    order, gap = _server_order(endpoint, protocol, offerable, by_openssl[first])
+    return ServerPreference(protocol, True, tuple(s.name for s in order) + tail,
+                            reason=" ".join(p for p in (gap, note) if p))
+
+
+def _server_order(endpoint: Endpoint, protocol: str, offerable: list[CipherSuite],
+                  top: CipherSuite) -> tuple[list[CipherSuite], str]:
+    order, remaining = [top], [s for s in offerable if s is not top]
+    by_openssl = {s.openssl_name: s for s in offerable}
+    while len(remaining) > 1:
+        try:
+            pick = by_openssl[_pick(endpoint, protocol, remaining)]
+        except (OSError, ssl.SSLError, KeyError) as exc:
+            return order + remaining, (f"The order after {order[-1].name} is unknown "
+                                       f"({short_error(exc)}); the rest is listed as sslyze found it.")
+        order.append(pick)
+        remaining.remove(pick)
+    return order + remaining, ""
+
+
+def _pick(endpoint: Endpoint, protocol: str, suites: Sequence[CipherSuite]) -> str:
+    context = make_context(protocol, ciphers=":".join(s.openssl_name for s in suites) + ":@SECLEVEL=0")
+    return handshake(endpoint, context).cipher
+
+
+def _unofferable_note(unofferable: list[CipherSuite]) -> str:
+    if not unofferable:
+        return ""
+    sample = ", ".join(s.name for s in unofferable[:3])
+    return (f"{len(unofferable)} accepted suite(s) Python's OpenSSL cannot offer ({sample}) "
+            "are listed last, their rank unknown.")
+
+
+# --- ALPN ---------------------------------------------------------------------------------
+
+def probe_alpn(endpoint: Endpoint) -> tuple[list[str], Check]:
+    """Which of h2 / http/1.1 the server agrees to, each offered alone, and its pick when offered both."""
+    agreed: list[str] = []
+    try:
+        for protocol in ALPN_PROTOCOLS:
+            if _alpn_pick(endpoint, [protocol]) == protocol:
+                agreed.append(protocol)
+        both = _alpn_pick(endpoint, list(ALPN_PROTOCOLS))
+    except (OSError, ssl.SSLError) as exc:
+        return [], Check(NOT_TESTED, reason=f"The ALPN probe failed: {short_error(exc)}")
+    if not agreed:
+        return [], Check(BAD, detail="The server selects no application protocol (no ALPN, so no HTTP/2).")
+    detail = f"Agrees to {', '.join(agreed)}; picks {both or 'nothing'} when offered h2 and http/1.1."
+    return agreed, Check(OK, detail=detail, value={"agreed": agreed, "preferred": both})
+
+
+def _alpn_pick(endpoint: Endpoint, offered: list[str]) -> str | None:
+    try:
+        return handshake(endpoint, make_context(alpn=offered)).alpn
+    except ssl.SSLError as exc:
+        if "NO_APPLICATION_PROTOCOL" in str(exc).upper().replace(" ", "_"):
+            return None             # RFC 7301 alert: the server knows ALPN but wants none of these
+        raise
+
+
+# --- HTTP: the HSTS header ------------------------------------------------------------------
+
+def fetch_hsts_header(endpoint: Endpoint) -> HttpProbe:
+    """GET / and follow redirects on the same host and port (up to 4); return the first STS header seen."""
+    path, status = "/", 0
+    for _ in range(_MAX_REDIRECTS + 1):
+        status, headers = http_get(endpoint, path)
+        if "strict-transport-security" in headers:
+            return HttpProbe(headers["strict-transport-security"], status, path)
+        next_path = _same_origin_redirect(endpoint, status, headers.get("location"))
+        if next_path is None:
+            break
+        path = next_path
+    return HttpProbe(None, status, path)
+
+
+def http_get(endpoint: Endpoint, path: str) -> tuple[int, dict[str, str]]:
+    """One HTTP/1.1 request over TLS; the status and the headers (first value of each, lower-case names)."""
+    request = (f"GET {path} HTTP/1.1\r\nHost: {_host_header(endpoint)}\r\nUser-Agent: TLSAudit\r\n"
+               "Accept: */*\r\nConnection: close\r\n\r\n").encode("ascii")
+    with open_tls(endpoint) as tls:
+        tls.sendall(request)
+        head = _read_head(tls)
+    return parse_response_head(head)
+
+
+def parse_response_head(head: bytes) -> tuple[int, dict[str, str]]:
+    lines = head.decode("iso-8859-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP response: {lines[0][:60]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() not in headers:     # RFC 6797: only the first STS header counts
+            headers[name.strip().lower()] = value.strip()
+    return int(parts[1]), headers
+
+
+def _read_head(tls: ssl.SSLSocket) -> bytes:
+    buffer = b""
+    while b"\r\n\r\n" not in buffer and len(buffer) < _MAX_HEADER_BYTES:
+        chunk = tls.recv(4096)
+        if not chunk:
+            break
+        buffer += chunk
+    return buffer.split(b"\r\n\r\n", 1)[0]
+
+
+def _same_origin_redirect(endpoint: Endpoint, status: int, location: str | None) -> str | None:
+    if status not in (301, 302, 303, 307, 308) or not location:
+        return None
+    target = urlsplit(location)
+    if target.netloc:
+        same = (target.scheme == "https" and (target.hostname or "").lower() == endpoint.host
+                and (target.port or 443) == endpoint.port)
+        if not same:
+            return None
+    path = target.path or "/"
+    return path + (f"?{target.query}" if target.query else "")
+
+
+def _host_header(endpoint: Endpoint) -> str:
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return host if endpoint.port == 443 else f"{host}:{endpoint.port}"
+
+
+# --- what does a port that failed TLS speak? -------------------------------------------------
+
+def diagnose_wire(ip: str, port: int, timeout: float) -> str:
+    """Connect, send an HTTP HEAD and look at the first bytes back (see errors.WIRE_*)."""
+    try:
+        sock = socket.create_connection((ip, port), timeout=timeout)
+    except ConnectionRefusedError:
+        return errors.WIRE_REFUSED
+    except (socket.timeout, TimeoutError):
+        return errors.WIRE_SILENT
+    except OSError:
+        return errors.WIRE_UNREACHABLE
+    with sock:
+        try:
+            sock.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+            first = sock.recv(16)
+        except (socket.timeout, TimeoutError):
+            return errors.WIRE_SILENT
+        except OSError:
+            return errors.WIRE_CLOSED
+    return classify_first_bytes(first)
+
+
+def classify_first_bytes(first: bytes) -> str:
+    if not first:
+        return errors.WIRE_CLOSED
+    if first.startswith(b"HTTP/"):
+        return errors.WIRE_HTTP
+    if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 0x03:
+        return errors.WIRE_TLS     # a TLS alert or handshake record
+    return errors.WIRE_OTHER
+
+
+def short_error(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."

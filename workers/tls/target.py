@@ -1,0 +1,128 @@
+"""Resolve a scan target ourselves and pin one address (SSRF and DNS-rebinding guard).
+
+sslyze would resolve the name inside `ServerNetworkLocation` with no timeout and no
+checks; we resolve here, refuse if ANY address is non-public, and hand sslyze and our
+probes the one checked address, so nothing ever looks the name up a second time.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from dataclasses import dataclass
+
+from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
+from workers.tls.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
+
+_PUBLIC_ONLY = "TLS Audit only scans servers on the public internet."
+# RFC 6761 / RFC 7686: names under these never resolve, so answer at once instead of asking DNS.
+_NEVER_RESOLVE = (".invalid", ".onion")
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    host: str                   # ASCII (punycode) name used for SNI and certificate matching
+    port: int
+    ip: str                     # the address every connection goes to
+    all_ips: tuple[str, ...]    # everything the name resolved to, IPv4 first
+
+
+def resolve_target(
+    host: str,
+    port: int,
+    pinned_ip: str | None = None,
+    allow_private: bool = False,
+    timeout: float = 5.0,
+) -> ResolvedTarget:
+    name = normalise_host(host)
+    check_port(port)
+    if pinned_ip is not None:
+        ip = _require_ip_literal(pinned_ip)
+        _refuse_non_public(name, [ip], allow_private)
+        return ResolvedTarget(name, port, ip, (ip,))
+    literal = parse_ip_literal(name)
+    if literal is not None:
+        ip = str(literal)
+        _refuse_non_public(ip, [ip], allow_private)
+        return ResolvedTarget(ip, port, ip, (ip,))
+    addresses = lookup_addresses(name, port, timeout)
+    _refuse_non_public(name, addresses, allow_private)
+    return ResolvedTarget(name, port, addresses[0], tuple(addresses))
+
+
+def normalise_host(host: str) -> str:
+    """Lower-case ASCII form of a hostname (IDNA), without brackets or a trailing dot."""
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if not name or any(c.isspace() or c in "/?#@" for c in name):
+        raise TargetError(INVALID_TARGET, f"{host!r} is not a hostname.")
+    if ":" in name:
+        return name                             # an IPv6 literal, IDNA does not apply
+    try:
+        return name.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise TargetError(INVALID_TARGET, f"{host!r} is not a valid hostname.", str(exc)) from exc
+
+
+def check_port(port: int) -> None:
+    if not isinstance(port, int) or not 1 <= port <= 65535:
+        raise TargetError(INVALID_TARGET, f"{port!r} is not a TCP port (1-65535).")
+
+
+def lookup_addresses(name: str, port: int, timeout: float) -> list[str]:
+    """getaddrinfo with a deadline: run it in a daemon thread, since the C call cannot be interrupted."""
+    if f".{name}".endswith(_NEVER_RESOLVE):
+        raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).",
+                          "special-use name (RFC 6761/7686): never looked up")
+    box: dict = {}
+    thread = threading.Thread(target=_getaddrinfo_into, args=(box, name, port), daemon=True,
+                              name=f"resolve-{name}")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TargetError(DNS, f"The DNS lookup for {name} did not answer within {timeout:g} s.")
+    if "error" in box:
+        raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", str(box["error"]))
+    addresses = _ipv4_first(box["infos"])
+    if not addresses:
+        raise TargetError(DNS, f"The name {name} has no IPv4 or IPv6 address.")
+    return addresses
+
+
+def _getaddrinfo_into(box: dict, name: str, port: int) -> None:
+    try:
+        box["infos"] = socket.getaddrinfo(name, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        box["error"] = exc
+
+
+def _ipv4_first(infos: list) -> list[str]:
+    """Unique addresses, IPv4 before IPv6 (like sslyze: many networks still break IPv6)."""
+    seen: list[str] = []
+    for family in (socket.AF_INET, socket.AF_INET6):
+        for info_family, _, _, _, sockaddr in infos:
+            address = sockaddr[0].split("%", 1)[0]
+            if info_family == family and address not in seen:
+                seen.append(address)
+    return seen
+
+
+def _require_ip_literal(text: str) -> str:
+    address = parse_ip_literal(text)
+    if address is None:
+        raise TargetError(INVALID_TARGET, f"{text!r} is not an IP address.")
+    return str(address)
+
+
+def _refuse_non_public(name: str, addresses: list[str], allow_private: bool) -> None:
+    """A name with one public and one private address is refused: we cannot know which one a client gets."""
+    if allow_private:
+        return
+    for address in addresses:
+        kind = refused_kind(parse_ip_literal(address))
+        if kind is None:
+            continue
+        if name == address:
+            message = f"{address} is {kind}. {_PUBLIC_ONLY}"
+        else:
+            message = f"{name} resolves to {address}, which is {kind}. {_PUBLIC_ONLY}"
+        raise TargetError(PRIVATE_TARGET, message, f"addresses: {', '.join(addresses)}")
