@@ -93,6 +93,7 @@ INSTALLED_APPS = [
     "tlsaudit.accounts",
     "tlsaudit.orgs",
     "tlsaudit.sites",
+    "tlsaudit.audits",
 ]
 
 MIDDLEWARE = [
@@ -246,6 +247,15 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": str(VAR_DIR / "cache")}}
 
+# Audits: sslyze's threads ignore soft limits, the hard limit kills the child (sslyze-notes 3.3).
+AUDIT_SOFT_TIME_LIMIT = env_int("AUDIT_SOFT_TIME_LIMIT", 240, minimum=30)
+AUDIT_HARD_TIME_LIMIT = env_int("AUDIT_HARD_TIME_LIMIT", 300, minimum=60)
+if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("AUDIT_HARD_TIME_LIMIT must be greater than AUDIT_SOFT_TIME_LIMIT.")
+# Per socket operation; with one retry a silent target fails in about 25 s.
+SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
+SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
+
 # Seconds without a worker heartbeat before /healthz calls the workers stale.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
 
@@ -288,5 +298,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    "loggers": {"django.db.backends": {"level": "INFO"}, "sslyze": {"level": "WARNING"}},
 }

@@ -33,5 +33,6 @@ urlpatterns = [
     path("accounts/", include(auth_patterns)),
     path("orgs/", include("tlsaudit.orgs.urls")),
     path("o/<slug:org>/sites/", include("tlsaudit.sites.urls")),
+    path("o/<slug:org>/sites/<int:pk>/audits/", include("tlsaudit.audits.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -42,6 +42,7 @@ app.conf.update(
     beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
     beat_schedule={
         "worker-heartbeat": {"task": "workers.tasks.ping.heartbeat", "schedule": 15.0},
+        "reap-abandoned-audits": {"task": "workers.tasks.housekeeping.reap_abandoned_audits", "schedule": 60.0},
     },
 )
 

@@ -223,8 +223,10 @@ def test_plain_http_port_redirects_to_https_and_has_a_health_page(tls_lab):
 @pytest.mark.parametrize("name, resumes, logged", [("load_session_cache", True, "r"),
                                                    ("load_no_resumption", False, ".")])
 def test_load_pair_resumes_sessions_only_with_the_cache(tls_lab, name, resumes, logged):
+    # Other tests hit the same server: wait for the row this probe adds, not any row.
+    before = len(wait_for_log_rows(tls_lab, name, 0))
     assert probe.resumes_session(tls_lab.port(name)) is resumes
-    last = wait_for_log_rows(tls_lab, name, 1)[-1]
+    last = wait_for_log_rows(tls_lab, name, before + 1)[-1]
     assert last["ssl_session_reused"] == logged and last["ssl_protocol"] == "TLSv1.2"
 
 

@@ -31,6 +31,11 @@ class Site(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
+    # Denormalised from the latest finished audit, so lists never join the audit history.
+    last_audit = models.ForeignKey("audits.Audit", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_audit_at = models.DateTimeField(null=True, blank=True)
+    last_audit_status = models.CharField(max_length=10, blank=True)
+    last_grade = models.CharField(max_length=2, blank=True, db_index=True)
 
     class Meta:
         constraints = [

@@ -85,8 +85,11 @@ def site_delete(request, org, pk):
 @login_required
 def site_detail(request, org, pk):
     org, site = site_for(request, org, pk)
+    audits = list(site.audits.select_related("requested_by")[:20])
+    latest = next((a for a in audits if a.status == "done"), None)
     return render(request, "sites/detail.html", {
-        "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"),
+        "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
+        "latest": latest,
     })
 
 

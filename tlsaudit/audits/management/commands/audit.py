@@ -1,0 +1,105 @@
+"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json]
+
+Runs one audit synchronously: no worker, no broker, no database write. Exit status 0 when the
+audit ran (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS...).
+"""
+
+import ipaddress
+import json
+import sys
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from tlsaudit.audits.textreport import render_text
+from tlsaudit.domain.audit_report import build_report
+from tlsaudit.domain.hostnames import AddressError, parse_address
+
+EXIT_OK, EXIT_FAILED = 0, 2
+
+
+class Command(BaseCommand):
+    help = "Audit one TLS server now and print a report (text, or one JSON object with --json)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("target", help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443)")
+        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
+        parser.add_argument("--ca-file", help="PEM file of CA certificates to trust besides the public stores")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--timeout", type=float, default=settings.SCAN_NETWORK_TIMEOUT,
+                            help="per-socket network timeout in seconds (default %(default)s)")
+
+    def handle(self, *args, **options):
+        self.as_json = options["json"]
+        try:
+            host, port, ip, ca_file = self.parse_arguments(options)
+        except ValueError as exc:
+            return self.fail("invalid_argument", str(exc))
+        from workers.tls.engine import run_scan  # loads sslyze: only for this command
+        from workers.tls.warmup import filter_sslyze_warnings
+
+        filter_sslyze_warnings()
+        outcome = run_scan(host, port, ip=ip, ca_file=ca_file, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+                           network_timeout=options["timeout"], max_retries=1,
+                           per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER)
+        if outcome.error is not None:
+            return self.fail(outcome.error.code, outcome.error.message, host=host, port=port,
+                             duration_s=round(outcome.duration_s, 2))
+        report = build_report(outcome.facts, outcome.mozilla)
+        if self.as_json:
+            self.stdout.write(json.dumps(cli_json(outcome, report), indent=2))
+        else:
+            self.stdout.write(render_text(outcome.facts, report, outcome.duration_s))
+        sys.exit(EXIT_OK)
+
+    def parse_arguments(self, options):
+        try:
+            address = parse_address(options["target"])
+        except AddressError as exc:
+            raise ValueError(f"target: {exc}") from None
+        ip = options.get("ip")
+        if ip:
+            try:
+                ip = ipaddress.ip_address(ip).compressed
+            except ValueError:
+                raise ValueError(f"--ip: {ip!r} is not an IPv4 or IPv6 address") from None
+        ca_file = options.get("ca_file")
+        if ca_file:
+            path = Path(ca_file)
+            if not path.is_file():
+                raise ValueError(f"--ca-file: {ca_file} does not exist")
+            if b"-----BEGIN CERTIFICATE-----" not in path.read_bytes()[:1_000_000]:
+                raise ValueError(f"--ca-file: {ca_file} is not a PEM certificate file")
+        if options["timeout"] <= 0:
+            raise ValueError("--timeout must be a positive number of seconds")
+        return address.hostname, address.port or 443, ip, ca_file
+
+    def fail(self, code: str, message: str, **extra):
+        if self.as_json:
+            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+        else:
+            self.stderr.write(f"audit failed: {message}")
+        sys.exit(EXIT_FAILED)
+
+
+def cli_json(outcome, report) -> dict:
+    facts, grade = outcome.facts, report.grade
+    return {
+        "host": facts.host, "port": facts.port, "ip": facts.ip,
+        "grade": grade.grade, "grade_ignoring_trust": grade.grade_ignoring_trust, "score": grade.score,
+        "scores": dict(grade.scores),
+        "caps": [{"grade": c.grade, "reason": c.reason, "rule_id": c.rule_id} for c in grade.caps],
+        "warnings": [w.message for w in grade.warnings],
+        "trust_issues": [{"kind": t.kind, "reason": t.reason} for t in grade.trust_issues],
+        "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "status": f.status,
+                      "evidence": f.evidence} for f in report.findings],
+        "mozilla": {name: {"compliant": v.get("compliant"), "issues": v.get("issues", {})}
+                    for name, v in report.mozilla.items()},
+        "best_profile": report.best_profile,
+        "protocols": [p for p in facts.protocols if facts.supports(p)],
+        "recommendations": [{"id": r.id, "title": r.title, "predicted_grade": r.predicted_grade}
+                            for r in report.recommendations],
+        "predicted_grade": report.predicted.grade if report.predicted else None,
+        "duration_s": round(outcome.duration_s, 2),
+    }

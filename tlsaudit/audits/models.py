@@ -1,0 +1,136 @@
+"""One Audit row per scan run: status and progress on the row, the scan's inputs kept (so the
+grade can be re-derived when the rules change) and the results normalised for queries."""
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from tlsaudit.domain.scanfacts import ScanFacts
+
+
+class Audit(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual", "Audit now"
+        SCHEDULE = "schedule", "Schedule"
+        API = "api", "API"
+
+    site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="audits")
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="audits")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # [{"name": "tls_1_2_cipher_suites", "status": "done", "t": 1.23}, ...] appended as checks finish
+    progress = models.JSONField(default=list, blank=True)
+
+    # What was scanned (the pinned IP is the one connected to).
+    host = models.CharField(max_length=253, blank=True)
+    port = models.PositiveIntegerField(null=True, blank=True)
+    ip = models.GenericIPAddressField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    timings = models.JSONField(default=dict, blank=True)
+
+    error_code = models.CharField(max_length=40, blank=True)
+    error_message = models.TextField(blank=True)
+    error_detail = models.TextField(blank=True)
+
+    # Inputs, kept whole.
+    facts = models.JSONField(null=True, blank=True)
+    raw = models.JSONField(null=True, blank=True, help_text="sslyze JSON, rejected suites dropped")
+    mozilla_raw = models.JSONField(null=True, blank=True, help_text="sslyze's Mozilla checker output")
+
+    # Derived (re-derivable from the inputs by `manage.py regrade`).
+    rules_version = models.CharField(max_length=40, blank=True)
+    grade = models.CharField(max_length=2, blank=True, db_index=True)
+    grade_ignoring_trust = models.CharField(max_length=2, blank=True)
+    score = models.PositiveSmallIntegerField(null=True, blank=True)
+    report = models.JSONField(null=True, blank=True)
+    protocols = models.JSONField(default=list, blank=True)
+    best_profile = models.CharField(max_length=12, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["site", "-created_at"]), models.Index(fields=["organization", "-created_at"])]
+
+    def __str__(self):
+        return f"Audit {self.pk} of {self.site} ({self.status})"
+
+    def get_absolute_url(self):
+        return reverse("audits:detail", args=[self.site.organization.slug, self.site_id, self.pk])
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (self.Status.DONE, self.Status.FAILED)
+
+    def scan_facts(self) -> ScanFacts | None:
+        return ScanFacts.from_dict(self.facts) if self.facts else None
+
+
+class AuditFinding(models.Model):
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="findings")
+    finding_id = models.CharField(max_length=60)
+    severity = models.CharField(max_length=10)
+    status = models.CharField(max_length=12)   # fail / pass / not_tested / info
+    title = models.CharField(max_length=200)
+    explanation = models.TextField(blank=True)
+    evidence = models.TextField(blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["finding_id", "status"])]
+
+    def __str__(self):
+        return f"{self.finding_id}: {self.status}"
+
+
+class AuditSuite(models.Model):
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="suites")
+    protocol = models.CharField(max_length=8)
+    name = models.CharField(max_length=80)
+    openssl_name = models.CharField(max_length=80, blank=True)
+    key_exchange = models.CharField(max_length=12)
+    bits = models.PositiveSmallIntegerField()
+    kx_bits = models.PositiveSmallIntegerField(null=True, blank=True)
+    kx_curve = models.CharField(max_length=40, blank=True)
+    forward_secret = models.BooleanField()
+    aead = models.BooleanField()
+    strength = models.CharField(max_length=12)   # strong / acceptable / weak / insecure
+    preference = models.PositiveSmallIntegerField(null=True, blank=True, help_text="1 = server's first choice")
+
+    class Meta:
+        ordering = ["protocol", "preference", "name"]
+
+    def __str__(self):
+        return f"{self.protocol} {self.name}"
+
+
+class AuditCertificate(models.Model):
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="certificates")
+    deployment = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveSmallIntegerField(help_text="0 = leaf, as sent by the server")
+    subject = models.TextField()
+    issuer = models.TextField()
+    not_before = models.DateTimeField()
+    not_after = models.DateTimeField()
+    key_type = models.CharField(max_length=10)
+    key_bits = models.PositiveIntegerField()
+    signature_hash = models.CharField(max_length=20, blank=True)
+    fingerprint_sha256 = models.CharField(max_length=64)
+    san_dns = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["deployment", "position"]
+        indexes = [models.Index(fields=["not_after"])]
+
+    def __str__(self):
+        return self.subject

@@ -1,0 +1,93 @@
+"""Shape a finished audit for the report page (and, later, the PDF): plain dicts and lists."""
+
+from collections import OrderedDict
+
+from tlsaudit.domain.scanfacts import PROTOCOLS
+
+SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
+STATUS_ORDER = {"fail": 0, "not_tested": 1, "info": 2, "pass": 3}
+CATEGORY_TITLES = OrderedDict([
+    ("vuln", "Vulnerabilities"), ("proto", "Protocols"), ("cipher", "Cipher suites"), ("kx", "Key exchange"),
+    ("cert", "Certificate"), ("hsts", "HSTS"), ("reneg", "Renegotiation"), ("tls", "TLS features"), ("perf", "Performance"), ("scan", "Scan"),
+])
+
+
+def present_report(audit) -> dict:
+    report = audit.report or {}
+    grade = report.get("grade", {})
+    return {
+        "grade": grade,
+        "scores_chart": _scores_chart(grade),
+        "protocol_rows": _protocol_rows(audit),
+        "suites_by_protocol": _suites_by_protocol(audit),
+        "deployments": _deployments(audit),
+        "finding_groups": _finding_groups(audit),
+        "failing_count": audit.findings.filter(status="fail").count(),
+        "mozilla": report.get("mozilla", {}),
+        "recommendations": report.get("recommendations", []),
+        "predicted": report.get("predicted"),
+        "snippets": report.get("snippets", {}),
+        "target_profile": report.get("target_profile", "intermediate"),
+        "facts": audit.scan_facts(),
+    }
+
+
+def _scores_chart(grade: dict) -> dict:
+    scores = grade.get("scores", {})
+    return {"labels": ["Protocol support (30 %)", "Key exchange (30 %)", "Cipher strength (40 %)"],
+            "values": [scores.get("protocol", 0), scores.get("key_exchange", 0), scores.get("cipher", 0)]}
+
+
+def _protocol_rows(audit) -> list[dict]:
+    facts = audit.scan_facts()
+    rows = []
+    for name in reversed(PROTOCOLS):
+        check = facts.protocols.get(name)
+        status = check.status if check else "not_tested"
+        good = name in ("TLSv1.2", "TLSv1.3")
+        rows.append({"name": name, "status": status, "reason": check.reason if check else "not run",
+                     "verdict": _protocol_verdict(status, good), "suites": len(facts.suites_for(name))})
+    return rows
+
+
+def _protocol_verdict(status: str, good: bool) -> str:
+    if status == "not_tested":
+        return "unknown"
+    supported = status == "ok"
+    return "good" if supported == good else ("bad" if supported else "warn")
+
+
+def _suites_by_protocol(audit) -> list[dict]:
+    facts = audit.scan_facts()
+    groups = []
+    for name in reversed(PROTOCOLS):
+        suites = [s for s in audit.suites.all() if s.protocol == name]
+        if not suites:
+            continue
+        suites.sort(key=lambda s: (s.preference is None, s.preference or 0, s.name))
+        pref = facts.preferences.get(name)
+        groups.append({"protocol": name, "suites": suites,
+                       "enforced": pref.enforced if pref else None, "pref_reason": pref.reason if pref else ""})
+    return groups
+
+
+def _deployments(audit) -> list[dict]:
+    facts = audit.scan_facts()
+    out = []
+    for index, dep in enumerate(facts.certificates):
+        out.append({"index": index, "chain": list(dep.chain), "trust": list(dep.trust),
+                    "hostname_matches": dep.hostname_matches, "chain_complete": dep.chain_complete,
+                    "chain_in_order": dep.chain_in_order, "ocsp": dep.ocsp_stapled, "must_staple": dep.must_staple,
+                    "sct_count": dep.sct_count, "leaf": dep.leaf})
+    return out
+
+
+def _finding_groups(audit) -> list[dict]:
+    rows = sorted(audit.findings.all(), key=lambda f: (STATUS_ORDER.get(f.status, 9),
+                                                      SEVERITY_ORDER.get(f.severity, 9), f.finding_id))
+    groups = OrderedDict((key, []) for key in CATEGORY_TITLES)
+    for finding in rows:
+        groups.setdefault(finding.finding_id.split(".")[0], []).append(finding)
+    return [{"key": key, "title": CATEGORY_TITLES.get(key, key.title()), "findings": items,
+             "failing": sum(1 for f in items if f.status == "fail")}
+            for key, items in groups.items() if items]

@@ -1,0 +1,79 @@
+"""A testssl-like plain-text report of one audit, for the CLI."""
+
+from tlsaudit.domain.ciphers import classify, strength_label
+from tlsaudit.domain.scanfacts import PROTOCOLS
+
+MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "info"}
+
+
+def render_text(facts, report, duration_s: float) -> str:
+    lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", ""]
+    lines += _protocols(facts) + [""] + _suites(facts) + [""] + _certificates(facts) + [""]
+    lines += _findings(report) + [""] + _grade(report)
+    return "\n".join(lines) + "\n"
+
+
+def _protocols(facts) -> list[str]:
+    out = [" Protocols"]
+    for name in PROTOCOLS:
+        check = facts.protocols.get(name)
+        state = "not tested" if check is None or not check.tested else ("offered" if facts.supports(name)
+                                                                         else "not offered")
+        out.append(f"   {name:<8} {state}")
+    return out
+
+
+def _suites(facts) -> list[str]:
+    out = [" Cipher suites (server order where enforced)"]
+    for name in reversed(PROTOCOLS):
+        suites = facts.suites_for(name)
+        if not suites:
+            continue
+        pref = facts.preferences.get(name)
+        order = list(pref.order) if pref and pref.enforced else []
+        suites.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
+        out.append(f"   {name}{' (server order)' if order else ''}")
+        for s in suites:
+            info = classify(s)
+            kx = f"{info.kx} {s.kx_bits}" if s.kx_bits else info.kx
+            out.append(f"     {s.name:<48} {kx:<10} {s.key_size:>4} bits  {strength_label(info)}")
+    return out
+
+
+def _certificates(facts) -> list[str]:
+    out = [" Certificates"]
+    for dep in facts.certificates:
+        leaf = dep.leaf
+        trusted = ", ".join(f"{t.store} {'ok' if t.trusted else 'NOT ok'}" for t in dep.trust)
+        out += [f"   {leaf.subject}", f"     key {leaf.key_type} {leaf.key_bits}, signature {leaf.signature_hash},"
+                f" valid until {leaf.not_after:%Y-%m-%d}", f"     name matches: {dep.hostname_matches};"
+                f" chain complete: {dep.chain_complete}; trust: {trusted}"]
+    return out
+
+
+def _findings(report) -> list[str]:
+    out = [" Checks"]
+    for f in report.findings:
+        if f.status == "pass":
+            continue
+        out.append(f"   [{MARK.get(f.status, f.status):>10}] {f.severity:<8} {f.title}"
+                   + (f" — {f.evidence}" if f.evidence else "") + (f" ({f.reason})" if f.reason else ""))
+    return out
+
+
+def _grade(report) -> list[str]:
+    g = report.grade
+    out = [" Rating (SSL Labs guide 2009r)",
+           f"   Protocol support  {g.scores['protocol']:>3} ({g.weighted['protocol']})",
+           f"   Key exchange      {g.scores['key_exchange']:>3} ({g.weighted['key_exchange']})",
+           f"   Cipher strength   {g.scores['cipher']:>3} ({g.weighted['cipher']})",
+           f"   Final score       {g.score}",
+           f"   Overall grade     {g.grade}" + (f" (ignoring trust: {g.grade_ignoring_trust})"
+                                                 if g.grade != g.grade_ignoring_trust else "")]
+    out += [f"   Grade cap         {c.grade}: {c.reason}" for c in g.caps]
+    out += [f"   Warning           {w.message}" for w in g.warnings]
+    out += [f"   Trust             {t.kind}: {t.reason}" for t in g.trust_issues]
+    out.append(f"   Mozilla profile   {report.best_profile or 'none met'}")
+    if report.predicted:
+        out.append(f"   After the fixes   {report.predicted.grade} ({len(report.recommendations)} recommendations)")
+    return out

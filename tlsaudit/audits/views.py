@@ -1,0 +1,45 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.audits import services
+from tlsaudit.audits.models import Audit
+from tlsaudit.audits.presenters import present_report
+from tlsaudit.domain import roles
+from tlsaudit.sites.views import site_for
+
+
+@login_required
+@require_POST
+def audit_now(request, org, pk):
+    org, site = site_for(request, org, pk, "run_audits")
+    if not request.user.email_verified:
+        messages.error(request, "Verify your email address before running audits: audits send traffic to the "
+                                "site, so we need to know who asks.")
+        return redirect(site)
+    audit, created = services.queue_audit(site, user=request.user)
+    if not created:
+        messages.info(request, "An audit of this site is already queued or running: here it is.")
+    return redirect(audit)
+
+
+@login_required
+def audit_detail(request, org, pk, audit_id):
+    org, site = site_for(request, org, pk)
+    audit = get_object_or_404(Audit, site=site, pk=audit_id)
+    context = {"org": org, "site": site, "audit": audit, "can_run": roles.can(org.role, "run_audits"),
+               "percent": services.progress_percent(audit)}
+    if audit.status == Audit.Status.DONE:
+        context.update(present_report(audit))
+    template = "audits/detail.html#audit-body" if request.htmx else "audits/detail.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def audit_retry(request, org, pk, audit_id):
+    org, site = site_for(request, org, pk, "run_audits")
+    get_object_or_404(Audit, site=site, pk=audit_id, status=Audit.Status.FAILED)
+    audit, _ = services.queue_audit(site, user=request.user)
+    return redirect(audit)

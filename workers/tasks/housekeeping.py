@@ -1,0 +1,10 @@
+"""Periodic housekeeping, on the default queue so it never waits behind scans."""
+
+from workers.celery import app
+
+
+@app.task(name="workers.tasks.housekeeping.reap_abandoned_audits", acks_late=False, expires=50)
+def reap_abandoned_audits() -> dict:
+    from tlsaudit.audits.services import reap_abandoned
+
+    return reap_abandoned()
