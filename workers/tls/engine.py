@@ -20,6 +20,7 @@ from sslyze import (CertificateInfoExtraArgument, ScanCommandsExtraArguments, Sc
 from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.scanfacts import NOT_TESTED, Check, Hsts, ScanFacts, ServerPreference
+from workers.tls import aia
 from workers.tls import facts as convert
 from workers.tls import probes
 from workers.tls.errors import TargetError, classify_connectivity_error
@@ -83,6 +84,8 @@ def run_scan(
         error = diagnose_connectivity_error(scan, target, connectivity_error, network_timeout)
         return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
     facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
+    with scan.phase("aia"):
+        complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout)
     run_probes(scan, facts, probes.Endpoint(target.host, target.ip, target.port, network_timeout))
     with scan.phase("mozilla"):
         mozilla = safe_mozilla_report(result)
@@ -213,6 +216,16 @@ def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datet
             errors=convert.command_errors(scan_result),
             timed_out_suite_tests=convert.count_timed_out_suite_tests(scan_result),
         )
+
+
+def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: float) -> None:
+    """Fetch the missing intermediate of an incomplete chain, as SSL Labs does (see aia.py)."""
+    attempt = result.scan_result.certificate_info
+    if not convert.completed(attempt):
+        return
+    deployments = attempt.result.certificate_deployments
+    facts.certificates = [aia.complete_via_aia(raw, ours, facts.host, allow_private=allow_private, timeout=timeout)
+                          for raw, ours in zip(deployments, facts.certificates)]
 
 
 def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> None:

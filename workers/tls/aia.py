@@ -1,0 +1,101 @@
+"""Complete a chain the server sent without its intermediate, as SSL Labs does ("extra download").
+
+When no store validates and the top certificate sent names its issuer's URL (AIA caIssuers),
+fetch that certificate over HTTP (through the SSRF guard, size- and time-limited) and validate
+again with it. A chain that validates only this way is trusted but incomplete: the grade gets
+the B cap instead of T, and the finding says which certificate the server should send.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import socket
+from urllib.parse import urlsplit
+
+from cryptography import x509
+from cryptography.x509 import DNSName, IPAddress
+from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography.x509.oid import AuthorityInformationAccessOID
+
+from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
+from workers.tls.certs import issued_by, store_name, top_of_sent_chain
+from workers.tls.errors import TargetError
+from workers.tls.target import resolve_target
+
+MAX_CERT_BYTES = 64 * 1024
+
+
+def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostname: str, *,
+                     allow_private: bool, timeout: float) -> CertificateDeployment:
+    """`facts_deployment` with trust re-derived from an AIA-fetched issuer, or unchanged."""
+    if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
+        return facts_deployment
+    received = list(deployment.received_certificate_chain)
+    top = top_of_sent_chain(received)
+    url = ca_issuers_url(top)
+    if url is None:
+        return facts_deployment
+    try:
+        issuer = fetch_certificate(url, allow_private=allow_private, timeout=timeout)
+    except (OSError, ValueError, TargetError):
+        return facts_deployment
+    if not issued_by(top, issuer):
+        return facts_deployment
+    trust = revalidate(deployment, received + [issuer], hostname, url)
+    return dataclasses.replace(facts_deployment, trust=trust)
+
+
+def ca_issuers_url(cert: x509.Certificate) -> str | None:
+    try:
+        aia = cert.extensions.get_extension_for_class(x509.AuthorityInformationAccess).value
+    except x509.ExtensionNotFound:
+        return None
+    for access in aia:
+        location = access.access_location
+        if access.access_method == AuthorityInformationAccessOID.CA_ISSUERS and \
+                isinstance(location, x509.UniformResourceIdentifier) and location.value.startswith("http://"):
+            return location.value
+    return None
+
+
+def fetch_certificate(url: str, *, allow_private: bool, timeout: float) -> x509.Certificate:
+    """HTTP/1.0 GET to the IP the guard approved (no second lookup), DER or PEM body."""
+    parts = urlsplit(url)
+    target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private, timeout=timeout)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\nUser-Agent: TLSAudit\r\n\r\n".encode("ascii")
+    with socket.create_connection((target.ip, target.port), timeout=timeout) as sock:
+        sock.sendall(request)
+        raw = read_limited(sock, MAX_CERT_BYTES + 4096)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if not head.split(b" ", 2)[1:2] == [b"200"]:
+        raise ValueError(f"AIA fetch answered {head[:40]!r}")
+    return x509.load_pem_x509_certificate(body) if body.lstrip().startswith(b"-----") \
+        else x509.load_der_x509_certificate(body)
+
+
+def read_limited(sock: socket.socket, limit: int) -> bytes:
+    data = b""
+    while len(data) < limit:
+        chunk = sock.recv(8192)
+        if not chunk:
+            return data
+        data += chunk
+    raise ValueError("AIA response too large")
+
+
+def revalidate(deployment, chain: list[x509.Certificate], hostname: str, url: str) -> tuple[TrustResult, ...]:
+    try:
+        subject = IPAddress(ipaddress.ip_address(hostname))
+    except ValueError:
+        subject = DNSName(hostname)
+    pems = [c.public_bytes(Encoding.PEM).decode("ascii") for c in chain]
+    results = []
+    for previous in deployment.path_validation_results:
+        again = previous.trust_store.verify_certificate_chain(pems, subject)
+        ok = again.was_validation_successful
+        results.append(TrustResult(store=store_name(previous.trust_store.name), trusted=ok,
+                                   error=f"trusted after downloading the missing intermediate from {url}" if ok
+                                   else (again.validation_error or "")))
+    return tuple(results)
