@@ -60,13 +60,14 @@ class ProgressRecorder:
         self.events: list[dict] = []
         self.started = time.monotonic()
         self.lock = threading.Lock()
+        self.owner = threading.current_thread()
 
     def __call__(self, name: str, status: str) -> None:
         with self.lock:
             self.events.append({"name": name, "status": status, "t": round(time.monotonic() - self.started, 2)})
             Audit.objects.filter(pk=self.audit_id, status=Audit.Status.RUNNING).update(progress=list(self.events))
-        if threading.current_thread() is not threading.main_thread():
-            connection.close()
+        if threading.current_thread() is not self.owner:
+            connection.close()  # a connection sslyze's thread opened would otherwise leak
 
 
 def progress_percent(audit: Audit) -> int:
@@ -88,11 +89,12 @@ def store_outcome(audit_id: int, outcome) -> Audit:
     audit.ip = outcome.facts.ip
     audit.duration_s = round(outcome.duration_s, 2)
     audit.timings = outcome.timings
+    audit.status = Audit.Status.DONE
+    audit.finished_at = timezone.now()
     with transaction.atomic():
-        apply_report(audit, save_fields=["facts", "raw", "mozilla_raw", "ip", "duration_s", "timings"])
-        Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.DONE, finished_at=timezone.now())
+        apply_report(audit, save_fields=["facts", "raw", "mozilla_raw", "ip", "duration_s", "timings", "status",
+                                         "finished_at"])
         update_site_summary(audit)
-    audit.refresh_from_db()
     return audit
 
 

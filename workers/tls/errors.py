@@ -68,7 +68,11 @@ def classify_connectivity_error(
     where = _where(ip, port)
     if exc_type == "ServerRejectedConnection" or wire == WIRE_REFUSED:
         return TargetError(REFUSED, f"Port {port} on {ip} refused the connection: nothing is listening there.", detail)
-    if exc_type == "ConnectionToServerTimedOut" or wire == WIRE_SILENT:
+    if wire == WIRE_SILENT:
+        return TargetError(TIMEOUT, f"No answer from {where} within {timeout:g} s: the port accepts connections "
+                                    "but never answers the TLS handshake (the service is hung, or it waits for "
+                                    "a protocol other than TLS).", detail)
+    if exc_type == "ConnectionToServerTimedOut":
         return TargetError(TIMEOUT, _timeout_message(where, timeout), detail)
     if exc_type == "ServerRejectedOpportunisticTlsNegotiation":
         return TargetError(STARTTLS_REJECTED, f"The server on {where} refused to start TLS (STARTTLS).", detail)

@@ -1,0 +1,145 @@
+"""The audit pages: who may start one, live progress by htmx polling, the report, failures."""
+
+import pytest
+from django.urls import reverse
+
+from tests.domain.factories import make_facts
+from tlsaudit.audits import services
+from tlsaudit.audits.models import Audit
+
+pytestmark = pytest.mark.django_db
+
+
+def make_audit(site, status="queued", **fields):
+    return Audit.objects.create(site=site, organization=site.organization, status=status, **fields)
+
+
+def done_audit(site, **facts_kwargs):
+    audit = make_audit(site, status="running")
+    audit.facts = make_facts(**facts_kwargs).to_dict()
+    audit.status = "done"
+    services.apply_report(audit, save_fields=["facts", "status"])
+    return audit
+
+
+def detail_url(audit):
+    return reverse("audits:detail", args=[audit.site.organization.slug, audit.site_id, audit.pk])
+
+
+def test_alice_starts_an_audit_and_lands_on_its_progress_page(login, alice, site_a, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = login(alice).post(reverse("audits:run", args=[site_a.organization.slug, site_a.pk]))
+    audit = Audit.objects.get(site=site_a)
+    assert (audit.status, audit.trigger, audit.requested_by) == ("queued", "manual", alice)
+    assert response["Location"] == audit.get_absolute_url()
+    assert len(callbacks) == 1  # the task is sent only once the row is committed
+
+
+def test_a_second_click_returns_the_running_audit(login, alice, site_a):
+    running = make_audit(site_a, status="running")
+    client = login(alice)
+    response = client.post(reverse("audits:run", args=[site_a.organization.slug, site_a.pk]), follow=True)
+    assert response.redirect_chain[-1][0] == running.get_absolute_url()
+    assert Audit.objects.filter(site=site_a).count() == 1
+    assert "already queued or running" in response.content.decode()
+
+
+def test_an_unverified_user_is_asked_to_verify_first(login, alice, site_a):
+    alice.email_verified = False
+    alice.save()
+    response = login(alice).post(reverse("audits:run", args=[site_a.organization.slug, site_a.pk]), follow=True)
+    assert "Verify your email address before running audits" in response.content.decode()
+    assert not Audit.objects.exists()
+
+
+def test_bob_the_viewer_cannot_start_or_retry_but_can_read(login, bob, site_a):
+    failed = make_audit(site_a, status="failed", error_code="refused", error_message="Port 443 refused")
+    client = login(bob)
+    assert client.post(reverse("audits:run", args=[site_a.organization.slug, site_a.pk])).status_code == 403
+    assert client.post(reverse("audits:retry", args=[site_a.organization.slug, site_a.pk, failed.pk])).status_code == 403
+    page = client.get(detail_url(failed)).content.decode()
+    assert "Port 443 refused" in page and "Retry the audit" not in page
+
+
+def test_charlie_gets_404_for_agency_a_audits(login, charlie, site_a, site_b):
+    audit = make_audit(site_a, status="failed")
+    client = login(charlie)
+    org_a = site_a.organization.slug
+    assert client.get(detail_url(audit)).status_code == 404
+    assert client.post(reverse("audits:run", args=[org_a, site_a.pk])).status_code == 404
+    assert client.post(reverse("audits:retry", args=[org_a, site_a.pk, audit.pk])).status_code == 404
+    # His own org and site in the URL, A's audit id: still 404.
+    assert client.get(reverse("audits:detail", args=[site_b.organization.slug, site_b.pk, audit.pk])).status_code == 404
+
+
+def test_progress_polls_until_done_then_the_report_stops_polling(login, alice, site_a):
+    audit = make_audit(site_a, status="running", progress=[{"name": "resolve", "status": "done", "t": 0.01},
+                                                           {"name": "tls_1_3_cipher_suites", "status": "done", "t": 1}])
+    client = login(alice)
+    partial = client.get(detail_url(audit), HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div id="audit-body"')
+    assert 'hx-trigger="every 2s"' in partial and "tls_1_3_cipher_suites" in partial
+    assert 'aria-valuenow="7"' in partial  # 2 of 28 steps
+    audit.facts = make_facts().to_dict()
+    audit.status = "done"
+    services.apply_report(audit, save_fields=["facts", "status"])
+    final = client.get(detail_url(audit), HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-trigger" not in final
+    assert 'data-testid="audit-grade">A+<' in final
+
+
+def test_the_report_explains_the_grade_and_the_fix(login, alice, site_a):
+    audit = done_audit(site_a, protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"))
+    page = login(alice).get(detail_url(audit)).content.decode()
+    assert 'data-testid="audit-grade">B<' in page
+    assert "TLS 1.0 and TLS 1.1 are supported (cap B since January 2020)" in page
+    assert "Disable TLS 1.0 and TLS 1.1" in page
+    assert 'data-testid="predicted-grade">A+<' in page
+    assert "ssl_protocols TLSv1.2 TLSv1.3;" in page
+    assert 'id="scores-data"' in page  # chart data through json_script
+    for section in ("mozilla", "protocols", "certificates", "findings", "recommendations"):
+        assert f'data-testid="{section}"' in page, section
+
+
+def test_a_failed_audit_says_what_went_wrong_and_offers_a_retry(login, alice, site_a,
+                                                                  django_capture_on_commit_callbacks):
+    failed = make_audit(site_a, status="failed", error_code="dns",
+                        error_message="The name shop.example.com does not resolve (DNS lookup failed).")
+    client = login(alice)
+    page = client.get(detail_url(failed)).content.decode()
+    assert "does not resolve (DNS lookup failed)" in page and "Retry the audit" in page
+    with django_capture_on_commit_callbacks(execute=False):
+        response = client.post(reverse("audits:retry", args=[site_a.organization.slug, site_a.pk, failed.pk]))
+    retry = Audit.objects.exclude(pk=failed.pk).get()
+    assert response["Location"] == retry.get_absolute_url() and retry.status == "queued"
+
+
+def test_only_failed_audits_can_be_retried(login, alice, site_a):
+    done = done_audit(site_a)
+    response = login(alice).post(reverse("audits:retry", args=[site_a.organization.slug, site_a.pk, done.pk]))
+    assert response.status_code == 404
+
+
+def test_the_site_page_and_list_show_the_latest_grade(login, alice, site_a):
+    audit = done_audit(site_a, hsts_max_age=None)
+    services.update_site_summary(audit)
+    client = login(alice)
+    detail = client.get(site_a.get_absolute_url()).content.decode()
+    assert 'data-testid="grade-badge">A<' in detail and f">{audit.pk}</a>" in detail
+    listing = client.get(reverse("sites:list", args=[site_a.organization.slug])).content.decode()
+    assert '<span class="grade grade-A">A</span>' in listing
+
+
+def test_regrade_rederives_stored_audits_from_their_inputs(site_a):
+    from django.core.management import call_command
+
+    from tlsaudit.domain.audit_report import RULES_VERSION
+
+    audit = done_audit(site_a)
+    findings = audit.findings.count()
+    Audit.objects.filter(pk=audit.pk).update(grade="F", score=0, rules_version="old")
+    audit.findings.all().delete()
+    call_command("regrade")
+    audit.refresh_from_db()
+    assert (audit.grade, audit.score, audit.rules_version) == ("A+", 93, RULES_VERSION)
+    assert audit.findings.count() == findings > 0
