@@ -274,3 +274,37 @@ def test_anonymous_visitors_are_sent_to_login(client, site_a):
     for name, (method, url) in site_urls(site_a).items():
         response = getattr(client, method)(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), name
+
+
+# --- SSRF guard (production mode: private targets refused) ------------------------------------
+
+@pytest.mark.parametrize("data, field, message", [
+    ({"address": "localhost"}, "address", "localhost resolves to 127.0.0.1, which is a loopback address"),
+    ({"address": "127.0.0.1"}, "address", "127.0.0.1 is a loopback address"),
+    ({"address": "https://[::ffff:127.0.0.1]:8443/"}, "address", "only scans servers on the public internet"),
+    ({"address": "192.168.1.20"}, "address", "192.168.1.20 is a private address"),
+    ({"address": "169.254.169.254"}, "address", "only scans servers on the public internet"),
+    ({"address": "example.com", "pinned_ip": "10.0.0.5"}, "pinned_ip", "10.0.0.5 cannot be audited"),
+    ({"address": "example.com", "pinned_ip": "100.64.0.1"}, "pinned_ip", "100.64.0.1 cannot be audited"),
+    ({"address": "example.com", "pinned_ip": "::1"}, "pinned_ip", "::1 cannot be audited"),
+])
+def test_private_targets_are_refused_on_the_form(login, alice, org_a, settings, data, field, message):
+    settings.ALLOW_PRIVATE_TARGETS = False
+    response = post_site(login(alice), org_a, **data)
+    assert response.status_code == 400
+    assert message in text(response)
+    assert not Site.objects.exists()
+
+
+def test_a_public_pinned_ip_is_accepted_without_any_lookup(login, alice, org_a, settings):
+    settings.ALLOW_PRIVATE_TARGETS = False
+    post_site(login(alice), org_a, address="example.com", pinned_ip="93.184.216.34")
+    assert Site.objects.get().pinned_ip == "93.184.216.34"
+
+
+def test_the_import_refuses_private_literals_in_production(login, alice, org_a, settings):
+    settings.ALLOW_PRIVATE_TARGETS = False
+    response = login(alice).post(reverse("sites:import", args=[org_a.slug]),
+                                 {"lines": "10.1.2.3\nnot-yet-launched.invalid"})
+    page = text(response)
+    assert "1 added, 1 rejected" in page and "10.1.2.3 is a private address" in page

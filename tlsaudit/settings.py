@@ -255,6 +255,8 @@ if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
 # Per socket operation; with one retry a silent target fails in about 25 s.
 SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
+if SCAN_CONNECTIONS_PER_SERVER > 5:
+    raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
 
 # Seconds without a worker heartbeat before /healthz calls the workers stale.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)

@@ -31,9 +31,11 @@ class SiteForm(forms.ModelForm):
         help_texts = {"pinned_ip": "Scan this address instead of resolving the host name "
                                    "(a staging server, or one node behind a load balancer)."}
 
-    def __init__(self, *args, org, **kwargs):
+    def __init__(self, *args, org, check_dns=True, **kwargs):
         super().__init__(*args, **kwargs)
         self.org = org
+        # Bulk imports skip the lookup (1,000 lookups in one request); the scan re-checks anyway.
+        self.check_dns = check_dns
         if self.instance.pk:
             self.initial.setdefault("address", self.instance.display_hostname)
             self.initial.setdefault("tags_text", ", ".join(t.name for t in self.instance.tags.all()))
@@ -103,15 +105,22 @@ class SiteForm(forms.ModelForm):
         data[field] = parsed.port
 
     def _refuse_private_hostname(self, hostname):
-        # A literal private IP typed as the host is refused here; names are checked at scan time.
-        if settings.ALLOW_PRIVATE_TARGETS:
-            return
-        from tlsaudit.domain.netguard import parse_ip_literal, refusal_reason
+        """Refuse a host that is, or resolves to, a non-public address (SSRF). A name that does
+        not resolve yet is accepted: the audit will say so, and the owner may be pre-launch."""
+        if settings.ALLOW_PRIVATE_TARGETS or self.cleaned_data.get("pinned_ip"):
+            return  # a pinned IP was checked on its own and is the only address ever used
+        from tlsaudit.domain.netguard import parse_ip_literal
 
-        ip = parse_ip_literal(hostname)
-        reason = refusal_reason(ip) if ip else None
-        if reason:
-            self.add_error("address", f"{hostname} cannot be audited: {reason}.")
+        if not self.check_dns and parse_ip_literal(hostname) is None:
+            return
+        from workers.tls.errors import PRIVATE_TARGET, TargetError
+        from workers.tls.target import resolve_target  # sockets only, no sslyze
+
+        try:
+            resolve_target(hostname, self.cleaned_data.get("https_port") or 443, timeout=3.0)
+        except TargetError as exc:
+            if exc.code == PRIVATE_TARGET:
+                self.add_error("address", exc.message)
 
     @staticmethod
     def _origin(host, port):

@@ -55,7 +55,7 @@ def import_sites(org, user, rows, extra_tags=()) -> list[ImportRow]:
 
 def _import_row(org, user, number, text, data, extra_tags) -> ImportRow:
     tags = ", ".join(filter(None, [data.get("tags_text", ""), *extra_tags]))
-    form = SiteForm({**data, "tags_text": tags}, org=org)
+    form = SiteForm({**data, "tags_text": tags}, org=org, check_dns=False)
     if not form.is_valid():
         return ImportRow(number, text, False, _first_errors(form))
     with transaction.atomic():
