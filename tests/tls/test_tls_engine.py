@@ -194,7 +194,8 @@ def test_a_silent_port_times_out_within_30_seconds(blackhole_port):
     outcome, elapsed = timed_scan("localhost", blackhole_port, max_retries=1)
     assert outcome.error.code == "timeout"
     assert outcome.error.message == (f"No answer from 127.0.0.1:{blackhole_port} within 2 s: "
-                                     "the port is filtered or the server is down.")
+                                     "the port accepts connections but never answers the TLS handshake "
+                                     "(the service is hung, or it waits for a protocol other than TLS).")
     assert elapsed < 30
     print(f"\nblack hole: {elapsed:.2f} s, phases {outcome.timings}")
 
