@@ -1,6 +1,8 @@
 """Shared fixtures. Personas, as in healthchecks: alice owns agency A, bob is a viewer in A,
 charlie owns agency B. Tests run on the real PostgreSQL and Redis (see Makefile: make test)."""
 
+from contextlib import ExitStack
+
 import pytest
 from django.conf import settings
 
@@ -82,3 +84,33 @@ def login(client):
         client.force_login(user)
         return client
     return _login
+
+
+@pytest.fixture
+def start_audit_worker():
+    """start() runs a real Celery worker (threads, default + scan queues, the real Redis) until
+    the test ends. Tests start it when they choose, e.g. after a page shows a queued audit."""
+    from celery.contrib.testing.worker import start_worker
+
+    import workers.tasks  # noqa: F401  register the tasks in this process
+    from workers.celery import app
+
+    app.control.purge()
+    with ExitStack() as stack:
+        def start():
+            return stack.enter_context(start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
+                                                    queues=["default", "scan"], shutdown_timeout=60))
+        yield start
+
+
+@pytest.fixture
+def audit_worker(start_audit_worker):
+    return start_audit_worker()
+
+
+@pytest.fixture
+def lab_org(org_a, tls_lab):
+    """Agency A trusts the TLS lab's CA, as an organization with an internal PKI would."""
+    org_a.custom_ca_pem = tls_lab.ca_file.read_text()
+    org_a.save()
+    return org_a

@@ -3,33 +3,14 @@
 import time
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 from django.urls import reverse
 
 from tests.hostile import closed_port, tarpit
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
 from tlsaudit.sites.models import Site
-from workers.celery import app
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def worker():
-    import workers.tasks  # noqa: F401
-
-    app.control.purge()
-    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
-                      queues=["default", "scan"], shutdown_timeout=60) as w:
-        yield w
-
-
-@pytest.fixture
-def lab_org(org_a, tls_lab):
-    org_a.custom_ca_pem = tls_lab.ca_file.read_text()
-    org_a.save()
-    return org_a
 
 
 def lab_site(org, tls_lab, name, **extra):
@@ -47,7 +28,7 @@ def wait_finished(audit, timeout=60.0) -> Audit:
     raise AssertionError(f"audit {audit.pk} still {audit.status} after {timeout} s: {audit.progress[-3:]}")
 
 
-def test_audit_now_runs_on_the_worker_and_stores_grade_and_results(worker, login, alice, lab_org, tls_lab):
+def test_audit_now_runs_on_the_worker_and_stores_grade_and_results(audit_worker, login, alice, lab_org, tls_lab):
     site = lab_site(lab_org, tls_lab, "b_tls10_enabled")
     client = login(alice)
     response = client.post(reverse("audits:run", args=[lab_org.slug, site.pk]))
@@ -70,7 +51,7 @@ def test_audit_now_runs_on_the_worker_and_stores_grade_and_results(worker, login
     assert 'data-testid="audit-grade">B<' in page and "hx-trigger" not in page
 
 
-def test_a_second_request_while_one_is_active_returns_the_same_audit(worker, alice, lab_org, tls_lab):
+def test_a_second_request_while_one_is_active_returns_the_same_audit(audit_worker, alice, lab_org, tls_lab):
     site = lab_site(lab_org, tls_lab, "a_plus_rsa_hsts")
     first, created = services.queue_audit(site, user=alice)
     second, created_again = services.queue_audit(site, user=alice)
@@ -78,7 +59,7 @@ def test_a_second_request_while_one_is_active_returns_the_same_audit(worker, ali
     assert wait_finished(first).grade == "A+"
 
 
-def test_a_retried_delivery_does_not_run_an_audit_twice(worker, alice, lab_org, tls_lab):
+def test_a_retried_delivery_does_not_run_an_audit_twice(audit_worker, alice, lab_org, tls_lab):
     site = lab_site(lab_org, tls_lab, "a_tls12_13_no_hsts")
     audit, _ = services.queue_audit(site, user=alice)
     audit = wait_finished(audit)
@@ -94,7 +75,7 @@ def test_a_retried_delivery_does_not_run_an_audit_twice(worker, alice, lab_org, 
     ("plain_http", "no_tls", "does not speak TLS"),
     ("nxdomain", "dns", "does not resolve"),
 ])
-def test_bad_targets_end_as_failed_audits_with_a_clear_message(worker, alice, lab_org, tls_lab, kind, code,
+def test_bad_targets_end_as_failed_audits_with_a_clear_message(audit_worker, alice, lab_org, tls_lab, kind, code,
                                                               message):
     site = {
         "closed": lambda: Site.objects.create(organization=lab_org, hostname="localhost", https_port=closed_port(),
@@ -113,7 +94,7 @@ def test_bad_targets_end_as_failed_audits_with_a_clear_message(worker, alice, la
     assert (site.last_audit_status, site.last_grade) == ("failed", "")
 
 
-def test_a_silent_server_fails_within_a_minute_and_the_worker_goes_on(worker, alice, lab_org, tls_lab, settings):
+def test_a_silent_server_fails_within_a_minute_and_the_worker_goes_on(audit_worker, alice, lab_org, tls_lab, settings):
     settings.SCAN_NETWORK_TIMEOUT = 2
     with tarpit() as port:
         silent = Site.objects.create(organization=lab_org, hostname="localhost", https_port=port,
@@ -130,7 +111,7 @@ def test_a_silent_server_fails_within_a_minute_and_the_worker_goes_on(worker, al
     assert wait_finished(services.queue_audit(good, user=alice)[0]).status == "done"
 
 
-def test_private_targets_are_refused_when_the_guard_is_on(worker, alice, lab_org, tls_lab, settings):
+def test_private_targets_are_refused_when_the_guard_is_on(audit_worker, alice, lab_org, tls_lab, settings):
     settings.ALLOW_PRIVATE_TARGETS = False
     site = lab_site(lab_org, tls_lab, "a_plus_rsa_hsts")
     audit = wait_finished(services.queue_audit(site, user=alice)[0], timeout=20)
@@ -138,7 +119,7 @@ def test_private_targets_are_refused_when_the_guard_is_on(worker, alice, lab_org
     assert "127.0.0.1" in audit.error_message
 
 
-def test_two_audits_of_the_same_server_never_run_at_once(worker, alice, lab_org, tls_lab):
+def test_two_audits_of_the_same_server_never_run_at_once(audit_worker, alice, lab_org, tls_lab):
     # Two sites (two organizations could own the same server) pointing at one ip:port.
     other = Site.objects.create(organization=lab_org, hostname="localhost", https_port=tls_lab.port("b_cbc_only"),
                                 pinned_ip="127.0.0.1", name="again")
@@ -151,7 +132,7 @@ def test_two_audits_of_the_same_server_never_run_at_once(worker, alice, lab_org,
     assert ordered[0].finished_at <= ordered[1].started_at
 
 
-def test_the_reaper_requeues_an_abandoned_audit_once_then_fails_it(worker, alice, lab_org, tls_lab, settings):
+def test_the_reaper_requeues_an_abandoned_audit_once_then_fails_it(audit_worker, alice, lab_org, tls_lab, settings):
     from django.utils import timezone
 
     site = lab_site(lab_org, tls_lab, "a_plus_rsa_hsts")

@@ -3,7 +3,6 @@
 import uuid
 
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from tlsaudit.core.models import WorkerHeartbeat
 from workers.celery import app
@@ -11,17 +10,7 @@ from workers.celery import app
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def celery_worker():
-    import workers.tasks  # noqa: F401  register the tasks in this process
-
-    app.control.purge()  # nothing left over from an earlier run
-    with start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
-                      queues=["default", "scan", "load", "browser"], shutdown_timeout=30) as worker:
-        yield worker
-
-
-def test_a_task_sent_by_name_runs_on_the_worker_and_writes_the_database(celery_worker):
+def test_a_task_sent_by_name_runs_on_the_worker_and_writes_the_database(audit_worker):
     token = f"test-{uuid.uuid4()}"
     result = app.send_task("workers.tasks.ping.ping", args=[token])
     # The effect is in the database: that is what the web app reads.

@@ -26,7 +26,7 @@ def present_report(audit) -> dict:
         "mozilla": report.get("mozilla", {}),
         "recommendations": report.get("recommendations", []),
         "predicted": report.get("predicted"),
-        "snippets": report.get("snippets", {}),
+        "snippets": ordered_snippets(report.get("snippets", {})),
         "target_profile": report.get("target_profile", "intermediate"),
         "facts": audit.scan_facts(),
     }
@@ -91,3 +91,31 @@ def _finding_groups(audit) -> list[dict]:
     return [{"key": key, "title": CATEGORY_TITLES.get(key, key.title()), "findings": items,
              "failing": sum(1 for f in items if f.status == "fail")}
             for key, items in groups.items() if items]
+
+
+SNIPPET_ORDER = ("nginx", "apache", "haproxy", "caddy")
+ERROR_LABELS = {
+    "dns": "DNS lookup failed", "private_target": "Refused: not a public address", "refused": "Connection refused",
+    "timeout": "Timed out", "no_tls": "No TLS on this port", "tls_handshake_failed": "TLS handshake failed",
+    "sslv2_only": "Only SSL 2.0", "starttls_rejected": "STARTTLS refused", "connection_failed": "Connection failed",
+    "invalid_target": "Invalid target", "worker_lost": "Interrupted",
+}
+
+
+def ordered_snippets(snippets: dict) -> list[tuple[str, str]]:
+    """nginx first: jsonb stores keys in its own order, so the dict's order is not ours."""
+    known = [(name, snippets[name]) for name in SNIPPET_ORDER if name in snippets]
+    return known + sorted((k, v) for k, v in snippets.items() if k not in SNIPPET_ORDER)
+
+
+def progress_steps(progress: list[dict]) -> list[dict]:
+    """One line per check with its latest status ("started" then "done" collapse into "done")."""
+    latest: dict[str, dict] = {}
+    for event in progress:
+        latest.pop(event["name"], None)
+        latest[event["name"]] = event
+    return list(latest.values())
+
+
+def error_label(code: str) -> str:
+    return ERROR_LABELS.get(code, code.replace("_", " ").capitalize())

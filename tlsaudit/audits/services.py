@@ -73,7 +73,8 @@ class ProgressRecorder:
 def progress_percent(audit: Audit) -> int:
     if audit.is_finished:
         return 100
-    done = sum(1 for e in audit.progress if e.get("status") != "started")
+    finished = {e["name"] for e in audit.progress if e.get("status") != "started"}
+    done = len(finished)
     return min(95, round(100 * done / EXPECTED_STEPS))
 
 
@@ -142,7 +143,8 @@ def replace_normalised_rows(audit: Audit, facts: ScanFacts, report) -> None:
 def suite_row(audit: Audit, facts: ScanFacts, suite) -> AuditSuite:
     info = classify(suite)
     preference = facts.preferences.get(suite.protocol)
-    order = list(preference.order) if preference else []
+    # A rank only means something when the server imposes its order.
+    order = list(preference.order) if preference and preference.enforced else []
     return AuditSuite(audit=audit, protocol=suite.protocol, name=suite.name, openssl_name=suite.openssl_name,
                       key_exchange=info.kx, bits=suite.key_size, kx_bits=suite.kx_bits, kx_curve=suite.kx_curve or "",
                       forward_secret=info.is_forward_secret, aead=info.is_aead, strength=strength_label(info),

@@ -5,7 +5,7 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
-from tlsaudit.audits.presenters import present_report
+from tlsaudit.audits.presenters import error_label, present_report, progress_steps
 from tlsaudit.domain import roles
 from tlsaudit.sites.views import site_for
 
@@ -29,7 +29,8 @@ def audit_detail(request, org, pk, audit_id):
     org, site = site_for(request, org, pk)
     audit = get_object_or_404(Audit, site=site, pk=audit_id)
     context = {"org": org, "site": site, "audit": audit, "can_run": roles.can(org.role, "run_audits"),
-               "percent": services.progress_percent(audit)}
+               "percent": services.progress_percent(audit), "steps": progress_steps(audit.progress),
+               "error_label": error_label(audit.error_code)}
     if audit.status == Audit.Status.DONE:
         context.update(present_report(audit))
     template = "audits/detail.html#audit-body" if request.htmx else "audits/detail.html"

@@ -519,7 +519,6 @@ def _rec_match_profile(ctx: _Context) -> _Draft | None:
 
 
 def _rec_dh(ctx: _Context) -> _Draft | None:
-    p = ctx.profile
     weak = [s for s in ctx.facts.suites if s.kx_type == "DH" and s.kx_bits and s.kx_bits < 2048
             and not classify(s).is_export]
     if not weak:

@@ -17,23 +17,27 @@ from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.hostnames import AddressError, parse_address
 
 EXIT_OK, EXIT_FAILED = 0, 2
+# A per-socket timeout longer than the worker's hard limit (300 s by default) means nothing.
+MAX_TIMEOUT_S = 300
 
 
 class Command(BaseCommand):
     help = "Audit one TLS server now and print a report (text, or one JSON object with --json)."
 
     def add_arguments(self, parser):
-        parser.add_argument("target", help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443)")
+        # Optional for argparse so that a missing target gets the same JSON error as a bad one.
+        parser.add_argument("target", nargs="?", default="",
+                            help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443)")
         parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
         parser.add_argument("--ca-file", help="PEM file of CA certificates to trust besides the public stores")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
-        parser.add_argument("--timeout", type=float, default=settings.SCAN_NETWORK_TIMEOUT,
-                            help="per-socket network timeout in seconds (default %(default)s)")
+        parser.add_argument("--timeout", default=str(settings.SCAN_NETWORK_TIMEOUT),
+                            help="per-socket network timeout in whole seconds (default %(default)s)")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
         try:
-            host, port, ip, ca_file = self.parse_arguments(options)
+            host, port, ip, ca_file, timeout = self.parse_arguments(options)
         except ValueError as exc:
             return self.fail("invalid_argument", str(exc))
         from workers.tls.engine import run_scan  # loads sslyze: only for this command
@@ -41,7 +45,7 @@ class Command(BaseCommand):
 
         filter_sslyze_warnings()
         outcome = run_scan(host, port, ip=ip, ca_file=ca_file, allow_private=settings.ALLOW_PRIVATE_TARGETS,
-                           network_timeout=options["timeout"], max_retries=1,
+                           network_timeout=timeout, max_retries=1,
                            per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER)
         if outcome.error is not None:
             return self.fail(outcome.error.code, outcome.error.message, host=host, port=port,
@@ -69,11 +73,14 @@ class Command(BaseCommand):
             path = Path(ca_file)
             if not path.is_file():
                 raise ValueError(f"--ca-file: {ca_file} does not exist")
-            if b"-----BEGIN CERTIFICATE-----" not in path.read_bytes()[:1_000_000]:
+            try:
+                with path.open("rb") as pem:
+                    head = pem.read(1_000_000)
+            except OSError as exc:
+                raise ValueError(f"--ca-file: {ca_file} cannot be read ({exc.strerror})") from None
+            if b"-----BEGIN CERTIFICATE-----" not in head:
                 raise ValueError(f"--ca-file: {ca_file} is not a PEM certificate file")
-        if options["timeout"] <= 0:
-            raise ValueError("--timeout must be a positive number of seconds")
-        return address.hostname, address.port or 443, ip, ca_file
+        return address.hostname, address.port or 443, ip, ca_file, parse_timeout(options["timeout"])
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
@@ -81,6 +88,17 @@ class Command(BaseCommand):
         else:
             self.stderr.write(f"audit failed: {message}")
         sys.exit(EXIT_FAILED)
+
+
+def parse_timeout(text) -> int:
+    """Whole seconds per socket operation: sslyze's JSON model refuses 0.5, NaN hung the scan, inf crashed it."""
+    try:
+        timeout = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--timeout: {text!r} is not a whole number of seconds") from None
+    if not 1 <= timeout <= MAX_TIMEOUT_S:
+        raise ValueError(f"--timeout must be between 1 and {MAX_TIMEOUT_S} seconds, got {timeout}")
+    return timeout
 
 
 def cli_json(outcome, report) -> dict:
