@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
-from workers.tls.certs import issued_by, store_name, top_of_sent_chain
+from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
 from workers.tls.errors import TargetError
 from workers.tls.target import resolve_target
 
@@ -44,6 +44,19 @@ def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostna
         return facts_deployment
     trust = revalidate(deployment, received + [issuer], hostname, url)
     return dataclasses.replace(facts_deployment, trust=trust)
+
+
+def unknown_if_root_missing(deployment, facts_deployment: CertificateDeployment) -> CertificateDeployment:
+    """An untrusted chain whose sent top is already an intermediate CA: the gap is as likely an
+    unknown root (a private CA scanned without its CA file) as a missing intermediate, so say
+    "unknown" rather than put an incomplete-chain cap beside the T."""
+    if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
+        return facts_deployment
+    received = list(deployment.received_certificate_chain)
+    top = top_of_sent_chain(received)
+    if top is received[0] or not is_ca_certificate(top):
+        return facts_deployment
+    return dataclasses.replace(facts_deployment, chain_complete=None)
 
 
 def ca_issuers_url(cert: x509.Certificate) -> str | None:

@@ -224,8 +224,9 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
     if not convert.completed(attempt):
         return
     deployments = attempt.result.certificate_deployments
-    facts.certificates = [aia.complete_via_aia(raw, ours, facts.host, allow_private=allow_private, timeout=timeout)
-                          for raw, ours in zip(deployments, facts.certificates)]
+    completed = [aia.complete_via_aia(raw, ours, facts.host, allow_private=allow_private, timeout=timeout)
+                 for raw, ours in zip(deployments, facts.certificates)]
+    facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
 
 
 def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> None:

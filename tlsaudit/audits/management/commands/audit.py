@@ -23,6 +23,8 @@ MAX_TIMEOUT_S = 300
 
 class Command(BaseCommand):
     help = "Audit one TLS server now and print a report (text, or one JSON object with --json)."
+    # No database, URLs, admin or templates are used: the checks only add ~0.15 s of start-up.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         # Optional for argparse so that a missing target gets the same JSON error as a bad one.
