@@ -6,6 +6,7 @@ With DATABASE_URL / REDIS_URL set it uses PostgreSQL and Redis. `.env.example` l
 every variable.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -94,6 +95,7 @@ INSTALLED_APPS = [
     "tlsaudit.orgs",
     "tlsaudit.sites",
     "tlsaudit.audits",
+    "tlsaudit.loadtests",
 ]
 
 MIDDLEWARE = [
@@ -257,6 +259,35 @@ SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
+
+# Load tests (issue #4): defaults of a new organization's caps (editable per org in the admin).
+LOAD_MAX_CONCURRENCY = env_int("LOAD_MAX_CONCURRENCY", 100, minimum=1)
+LOAD_MAX_REQUESTS_PER_RUN = env_int("LOAD_MAX_REQUESTS_PER_RUN", 5000, minimum=1)
+LOAD_MAX_DURATION_S = env_int("LOAD_MAX_DURATION_S", 120, minimum=1)
+LOAD_RUNS_PER_DAY = env_int("LOAD_RUNS_PER_DAY", 20, minimum=0)
+# Agent tasks each run step is split into (spread over the load workers' hosts).
+LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
+# Days a site's ownership proof stays valid before it is re-checked (before a run).
+VERIFICATION_MAX_AGE_DAYS = env_int("VERIFICATION_MAX_AGE_DAYS", 30, minimum=1)
+
+
+def dns_resolver(name: str) -> tuple[str, int] | None:
+    """IP, IP:PORT or [IPv6]:PORT of the DNS server asked for TXT verification; unset = the system's."""
+    raw = env_str(name)
+    if not raw:
+        return None
+    host, port = raw, "53"
+    if raw.startswith("["):
+        host, _, port = raw[1:].partition("]:")
+    elif raw.count(":") == 1:
+        host, port = raw.split(":")
+    try:
+        return str(ipaddress.ip_address(host.rstrip("]"))), int(port)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be IP or IP:PORT, e.g. 127.0.0.1:5353.") from None
+
+
+DNS_RESOLVER = dns_resolver("TLSAUDIT_DNS_RESOLVER")
 
 # Seconds without a worker heartbeat before /healthz calls the workers stale.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)

@@ -34,5 +34,6 @@ urlpatterns = [
     path("orgs/", include("tlsaudit.orgs.urls")),
     path("o/<slug:org>/sites/", include("tlsaudit.sites.urls")),
     path("o/<slug:org>/sites/<int:pk>/audits/", include("tlsaudit.audits.urls")),
+    path("o/<slug:org>/sites/<int:pk>/performance/", include("tlsaudit.loadtests.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -6,5 +6,6 @@ from workers.celery import app
 @app.task(name="workers.tasks.housekeeping.reap_abandoned_audits", acks_late=False, expires=50)
 def reap_abandoned_audits() -> dict:
     from tlsaudit.audits.services import reap_abandoned
+    from tlsaudit.loadtests.services import reap_abandoned_runs
 
-    return reap_abandoned()
+    return {**reap_abandoned(), "perf_runs_failed": reap_abandoned_runs()}

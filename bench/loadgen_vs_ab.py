@@ -1,0 +1,179 @@
+"""Our load engine vs ApacheBench (and wrk) on the same nginx (issue #4 "Benchmarks").
+
+    .venv/bin/python bench/loadgen_vs_ab.py [--rounds 3] [-c 50] [--scale 1.0]
+
+Goal: >= 1.0x ab's requests/s in every mode, and a median latency within +-10 % of ab's at c=1.
+
+Starts the nginx TLS lab (tests/support/tls_servers.py: one nginx worker; fixture
+`load_no_resumption`, so every HTTPS connection is a full TLS 1.3 handshake). HTTPS requests `/`
+(152-byte page), HTTP requests `/health` (3 bytes: the lab's HTTP `/` is a redirect). Per mode
+(HTTP/HTTPS x new connection/keep-alive), in every round, back to back with the same n and c:
+
+1. `ab [-k] -n N -c C URL` (ab -k speaks HTTP/1.0 keep-alive);
+2. ours in this process: workers.load.client.run_load(LoadSpec(..., processes=1)) (warm, no CLI start-up);
+3. ours with processes=2 (two spawned processes, each n/2 and c/2, merged; time from the first
+   request to the last, as ab counts it: process start-up is not in it);
+4. `wrk -t1 -cC -d3s URL` for the keep-alive modes.
+
+Cores: this machine has 2 vCPUs and nginx's single worker needs most of one. ab is single-threaded,
+so it gets one core; ours with 2 processes shares both cores with nginx. Nothing is pinned: the
+second process helps only where the client is the bottleneck (new TLS connections cost the client
+~2x what they cost nginx), and steals from nginx where the server is (keep-alive). Both rows are shown.
+
+Latency: at c=1, ab's median Total from its `-e` CSV (µs resolution: "50,0.123") vs ours from the
+exact samples with the same index ((0.5 + n * 50 / 100) of the sorted totals).
+Prints medians over the rounds (wall-clock rps is noisy on a shared 2-vCPU host; see the load average).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.tls_servers import require_nginx, start_lab  # noqa: E402
+from workers.load.client import run_load  # noqa: E402
+from workers.load.spec import LoadSpec  # noqa: E402
+
+FIXTURE = "load_no_resumption"
+# mode -> (scheme, keep-alive, n for the throughput run, n for the c=1 latency run)
+MODES = {
+    "HTTP keep-alive": ("http", True, 50_000, 3_000),
+    "HTTP new connection": ("http", False, 20_000, 2_000),
+    "HTTPS keep-alive": ("https", True, 50_000, 3_000),
+    "HTTPS new connection": ("https", False, 3_000, 500),
+}
+
+
+def url_of(lab, scheme: str) -> tuple[str, int, str]:
+    if scheme == "https":
+        return f"https://127.0.0.1:{lab.port(FIXTURE)}/", lab.port(FIXTURE), "/"
+    return f"http://127.0.0.1:{lab.http_port(FIXTURE)}/health", lab.http_port(FIXTURE), "/health"
+
+
+def run_ab(url: str, n: int, c: int, keepalive: bool, csv: Path | None = None) -> dict:
+    args = ["ab", "-q", "-n", str(n), "-c", str(c)] + (["-k"] if keepalive else []) + (["-e", str(csv)] if csv else [])
+    out = subprocess.run([*args, url], capture_output=True, text=True, timeout=600).stdout
+    return {"rps": float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1)),
+            "complete": int(re.search(r"Complete requests:\s+(\d+)", out).group(1)),
+            "failed": int(re.search(r"Failed requests:\s+(\d+)", out).group(1))}
+
+
+def ab_median_us(url: str, n: int, keepalive: bool) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        csv = Path(tmp) / "perc.csv"
+        run_ab(url, n, 1, keepalive, csv)
+        rows = dict(line.split(",") for line in csv.read_text().splitlines()[1:])
+        return float(rows["50"]) * 1000
+
+
+def run_ours(scheme: str, port: int, path: str, n: int, c: int, keepalive: bool, processes: int) -> dict:
+    spec = LoadSpec(scheme=scheme, host="localhost", ip="127.0.0.1", port=port, path=path, requests=n,
+                    concurrency=c, keepalive=keepalive, processes=processes)
+    result = run_load(spec)
+    counters = result.counters
+    return {"rps": counters.complete / result.time_taken_s, "complete": counters.complete,
+            "failed": counters.failed, "samples": result.samples}
+
+
+def ours_median_us(scheme: str, port: int, path: str, n: int, keepalive: bool) -> float:
+    totals = sorted(run_ours(scheme, port, path, n, 1, keepalive, 1)["samples"]["total"])
+    return float(totals[int(0.5 + len(totals) * 50 / 100)])
+
+
+def run_wrk(url: str, c: int, seconds: int = 3) -> dict:
+    out = subprocess.run(["wrk", "-t1", f"-c{c}", f"-d{seconds}s", url], capture_output=True, text=True,
+                         timeout=120).stdout
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+            "errors": errors.group(1) if errors else ""}
+
+
+def one_round(lab, c: int, scale: float) -> dict:
+    """Every mode once, tools back to back (A B A B across rounds)."""
+    row = {}
+    for mode, (scheme, keepalive, n, n_latency) in MODES.items():
+        url, port, path = url_of(lab, scheme)
+        n = max(c, int(n * scale))
+        n_latency = max(10, int(n_latency * scale))
+        cells = {"ab": run_ab(url, n, c, keepalive),
+                 "ours": run_ours(scheme, port, path, n, c, keepalive, 1),
+                 "ours x2": run_ours(scheme, port, path, n, c, keepalive, 2)}
+        if keepalive and shutil.which("wrk"):
+            cells["wrk"] = run_wrk(url, c)
+        cells["ab median us"] = ab_median_us(url, n_latency, keepalive)
+        cells["ours median us"] = ours_median_us(scheme, port, path, n_latency, keepalive)
+        for name in ("ab", "ours", "ours x2"):
+            if cells[name]["failed"] or cells[name]["complete"] != n:
+                print(f"  !! {mode} {name}: complete {cells[name]['complete']} of {n}, failed {cells[name]['failed']}")
+        row[mode] = cells
+        print(f"  {mode:22} ab {cells['ab']['rps']:9.0f}  ours {cells['ours']['rps']:9.0f}  "
+              f"ours x2 {cells['ours x2']['rps']:9.0f}  wrk {cells.get('wrk', {}).get('rps', 0):9.0f}  "
+              f"c=1 median ab {cells['ab median us']:7.0f} us, ours {cells['ours median us']:7.0f} us", flush=True)
+    return row
+
+
+def median_of(rounds: list[dict], mode: str, name: str) -> float | None:
+    values = [r[mode][name] if isinstance(r[mode].get(name), float) else r[mode][name]["rps"]
+              for r in rounds if name in r[mode]]
+    return statistics.median(values) if values else None
+
+
+def table(rounds: list[dict], c: int) -> str:
+    lines = [f"| mode (c={c}) | ab req/s | ours req/s (1 proc) | ours req/s (2 procs) | wrk -t1 req/s | "
+             f"ours/ab (1) | ours/ab (2) | best/ab | c=1 median ab µs | ours µs | diff |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for mode in MODES:
+        ab, ours, ours2 = (median_of(rounds, mode, k) for k in ("ab", "ours", "ours x2"))
+        wrk = median_of(rounds, mode, "wrk")
+        ab_lat, our_lat = median_of(rounds, mode, "ab median us"), median_of(rounds, mode, "ours median us")
+        lines.append(f"| {mode} | {ab:,.0f} | {ours:,.0f} | {ours2:,.0f} | {f'{wrk:,.0f}' if wrk else '-'} | "
+                     f"{ours / ab:.2f}x | {ours2 / ab:.2f}x | {max(ours, ours2) / ab:.2f}x | {ab_lat:.0f} | "
+                     f"{our_lat:.0f} | {(our_lat - ab_lat) / ab_lat * 100:+.1f} % |")
+    return "\n".join(lines)
+
+
+def tool_versions() -> str:
+    ab = subprocess.run(["ab", "-V"], capture_output=True, text=True).stdout.splitlines()[0]
+    wrk = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[:1] if shutil.which(
+        "wrk") else ["(wrk not installed: apt-get install -y wrk)"]
+    return f"{ab}; {wrk[0] if wrk else 'wrk'}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("-c", "--concurrency", type=int, default=50)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every n (e.g. 0.2 for a quick run)")
+    args = parser.parse_args()
+    if not shutil.which("ab"):
+        sys.exit("ab not found: apt-get install -y apache2-utils")
+    require_nginx()
+    print(f"{platform.node()}: {os.cpu_count()} CPUs, Python {platform.python_version()}, {tool_versions()}")
+    print(f"load average at start: {os.getloadavg()}")
+    rounds = []
+    with start_lab() as lab:
+        run_ab(url_of(lab, "https")[0], 200, 10, False)  # warm-up: page cache, nginx, ab's first run
+        run_ours("https", lab.port(FIXTURE), "/", 200, 10, False, 2)
+        for index in range(1, args.rounds + 1):
+            print(f"round {index}/{args.rounds}", flush=True)
+            rounds.append(one_round(lab, args.concurrency, args.scale))
+    print(f"load average at end: {os.getloadavg()}")
+    print()
+    print(f"Medians of {args.rounds} rounds, n per mode: " +
+          ", ".join(f"{m} {max(args.concurrency, int(v[2] * args.scale))}" for m, v in MODES.items()))
+    print(table(rounds, args.concurrency))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""tlsaudit.domain.abstats: ab's arithmetic and quirks (hand-computed tables from ab.c's
+output_results), and a side-by-side with the real `ab` on the same nginx target."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+
+import pytest
+
+from tlsaudit.domain.abstats import (ab_median, ab_percentile, ab_report, ab_text, ab_sd, overhead, round_ms,
+                                     sweep_summary)
+from workers.load.merge import encode_histogram, new_histogram, record_values
+from workers.load.spec import LoadCounters, LoadSpec
+
+
+def result_with(connect, waiting, total, tls=(), scheme="http", time_taken=1.0, concurrency=2, samples=True,
+                **counters) -> dict:
+    """A result dict as the engine returns it, from per-request µs samples (processing = total - connect)."""
+    phases = {"connect": list(connect), "waiting": list(waiting), "total": list(total), "tls": list(tls),
+              "processing": [t - c for t, c in zip(total, connect)]}
+    histograms = {}
+    for phase, values in phases.items():
+        histogram = new_histogram()
+        record_values(histogram, values)
+        histograms[phase] = encode_histogram(histogram)
+    spec = LoadSpec(scheme=scheme, host="shop.example.test", port=443 if scheme == "https" else 80,
+                    concurrency=concurrency)
+    return {"spec": spec.to_dict(), "started_at": 0.0, "time_taken_s": time_taken,
+            "counters": {**LoadCounters(complete=len(total), **counters).__dict__},
+            "histograms": histograms, "samples": phases if samples else None, "server_software": "nginx",
+            "document_length": 152, "protocol": "TLSv1.3" if scheme == "https" else "",
+            "cipher": "TLS_AES_256_GCM_SHA384" if scheme == "https" else "", "status_codes": {"200": len(total)},
+            "errors": {}, "cancelled": False, "agents": 1}
+
+
+# --- the quirks, one by one --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("values, expected", [
+    ([7], 7),                         # n = 1: the only value
+    ([1, 2, 3, 4], 3),                # even n: element n/2 (not the mean of 2 and 3)
+    ([1, 2, 3, 4, 5], 3),             # odd n: (element 2 + element 3) / 2 = (3 + 4) / 2 -> 3 (integer)
+    ([10, 20, 31], 25),               # odd n: (20 + 31) / 2 = 25, not the true middle 20
+])
+def test_the_median_averages_the_wrong_pair_for_odd_n(values, expected):
+    assert ab_median(values) == expected
+
+
+def test_sd_is_the_sample_sd_around_the_integer_mean():
+    values = [1, 2]
+    mean = sum(values) // len(values)        # ab: integer division -> 1, not 1.5
+    assert ab_sd(values, mean) == math.sqrt(((1 - 1) ** 2 + (2 - 1) ** 2) / 1)
+    assert ab_sd([5], 5) == 0.0
+
+
+@pytest.mark.parametrize("percent, expected", [(50, 6), (66, 7), (75, 8), (80, 9), (90, 10), (99, 10), (100, 10)])
+def test_percentages_index_without_interpolation(percent, expected):
+    values = list(range(1, 11))               # n = 10: stats[10 * p / 100]
+    assert ab_percentile(values, percent) == expected
+
+
+@pytest.mark.parametrize("us, ms", [(0, 0), (499, 0), (500, 1), (1499, 1), (1500, 2), (2300, 2)])
+def test_milliseconds_round_half_up(us, ms):
+    assert round_ms(us) == ms
+
+
+# --- a whole table, computed by hand -----------------------------------------------------------------------
+
+CONNECT = [1000, 1200, 900, 3000, 1100]
+WAITING = [800, 1300, 500, 5800, 1100]
+TOTAL = [2000, 2600, 1500, 9000, 2300]
+
+
+def test_the_connection_times_table_matches_a_hand_computation():
+    report = ab_report(result_with(CONNECT, WAITING, TOTAL))
+    table = report["connection_times"]["phases"]
+
+    assert report["connection_times"]["source"] == "samples"
+    connect = table["connect"]
+    assert (connect["min"], connect["mean"], connect["median"], connect["max"]) == (900, 1440, 1150, 3000)
+    assert connect["sd"] == pytest.approx(math.sqrt(3_092_000 / 4))
+    assert (connect["min_ms"], connect["mean_ms"], connect["sd_ms"], connect["median_ms"], connect["max_ms"]) == (
+        1, 1, 0.9, 1, 3)
+    total = table["total"]
+    assert (total["min"], total["mean"], total["median"], total["max"]) == (1500, 3480, 2450, 9000)
+    assert total["sd"] == pytest.approx(math.sqrt(38_748_000 / 4))
+    processing = table["processing"]  # sorted 600, 1000, 1200, 1400, 6000: median (1200 + 1400) / 2
+    assert (processing["min"], processing["median"], processing["max"]) == (600, 1300, 6000)
+    assert [row["ms"] for row in report["percentages"]] == [2, 3, 3, 9, 9, 9, 9, 9, 9]
+    assert report["connection_times"]["warnings"] == []
+    assert report["latency_ms"] == {"p50": 2.3, "p90": 9.0, "p99": 9.0, "max": 9.0, "mean": 3.48}
+
+
+def test_the_derived_lines_follow_ab():
+    report = ab_report(result_with(CONNECT, WAITING, TOTAL, time_taken=0.5, concurrency=2, total_bytes=10_240))
+
+    assert report["requests_per_second"] == 10.0
+    assert report["time_per_request_ms"] == 2 * 0.5 * 1000 / 5          # c x time / done, not measured
+    assert report["time_per_request_all_ms"] == 100.0
+    assert report["transfer_rate_kbps"] == 20.0
+
+
+def test_the_sanity_lines_compare_rounded_milliseconds_like_ab():
+    # mean 1466 -> 1 ms, median (quirk) (1400 + 1600) / 2 = 1500 -> 2 ms, sd 0.12 ms: ERROR.
+    error = ab_report(result_with([0, 0, 0], [0, 0, 0], [1400, 1400, 1600]))
+    # mean 1466 -> 1 ms, median (1000 + 2400) / 2 = 1700 -> 2 ms, sd 0.81 ms: WARNING.
+    warning = ab_report(result_with([0, 0, 0], [0, 0, 0], [1000, 1000, 2400]))
+
+    # Connect and waiting are all 0 (sd 0, no distance); processing = total - connect = total.
+    assert error["connection_times"]["warnings"] == [
+        f"ERROR: The median and mean for the {what} time are more than twice the standard\n"
+        "       deviation apart. These results are NOT reliable." for what in ("processing", "total")]
+    assert warning["connection_times"]["warnings"] == [
+        f"WARNING: The median and mean for the {what} time are not within a normal deviation\n"
+        "        These results are probably not that reliable." for what in ("processing", "total")]
+
+
+def test_without_samples_the_table_comes_from_the_histograms_and_says_so():
+    totals = [1000 + 37 * i for i in range(500)]
+    exact = ab_report(result_with([100] * 500, [500] * 500, totals))
+    from_histograms = ab_report(result_with([100] * 500, [500] * 500, totals, samples=False))
+
+    assert from_histograms["connection_times"]["source"] == "histogram"
+    for key in ("min", "median", "max", "mean"):
+        got, want = from_histograms["connection_times"]["phases"]["total"][key], exact["connection_times"]["phases"][
+            "total"][key]
+        # 3 significant digits, and HdrHistogram's median is rank n/2 where ab takes element n/2.
+        assert abs(got - want) <= want * 0.005, key
+    assert "Connection Times (µs, from histogram)" in ab_text(from_histograms)
+
+
+def test_the_tls_handshake_is_reported_only_for_https():
+    https = ab_report(result_with(CONNECT, WAITING, TOTAL, tls=[700, 800, 900], scheme="https"))
+    http = ab_report(result_with(CONNECT, WAITING, TOTAL))
+
+    assert https["tls_handshake"]["count"] == 3 and https["tls_handshake"]["median"] == 850  # odd-n quirk
+    assert http["tls_handshake"] is None
+    assert "SSL/TLS Protocol:       TLSv1.3,TLS_AES_256_GCM_SHA384" in ab_text(https)
+
+
+def test_failed_requests_print_the_breakdown_and_no_table_for_zero_done():
+    result = result_with([], [], [], failed=3, failed_connect=2, failed_exceptions=1, timeouts=1)
+    report = ab_report(result)
+    text = ab_text(report)
+
+    assert report["requests_per_second"] is None and report["percentages"] == []
+    assert "   (Connect: 2, Receive: 0, Length: 0, Exceptions: 1)" in text
+    assert "Connection Times (ms)" not in text
+
+
+# --- HTTP vs HTTPS ------------------------------------------------------------------------------------------
+
+def test_overhead_is_the_absolute_difference_over_http():
+    cost = overhead({"time_taken_s": 1.0, "requests_per_second": 100.0},
+                    {"time_taken_s": 1.5, "requests_per_second": 66.0})
+
+    assert cost["time_taken_pct"] == pytest.approx(50.0)
+    assert cost["requests_per_second_pct"] == pytest.approx(34.0)
+    assert overhead({"time_taken_s": 0, "requests_per_second": None},
+                    {"time_taken_s": 1, "requests_per_second": 5})["time_taken_pct"] is None
+
+
+def test_the_sweep_summary_averages_each_column_over_the_levels():
+    levels = [{"concurrency": 1, "http": {"time_taken_s": 1.0, "requests_per_second": 100.0},
+               "https": {"time_taken_s": 2.0, "requests_per_second": 50.0}},
+              {"concurrency": 20, "http": {"time_taken_s": 0.5, "requests_per_second": 200.0},
+               "https": {"time_taken_s": 0.6, "requests_per_second": 150.0}}]
+
+    summary = sweep_summary(levels)
+
+    assert [row["concurrency"] for row in summary["levels"]] == [1, 20]
+    assert summary["levels"][0]["time_taken_overhead_pct"] == pytest.approx(100.0)
+    assert summary["levels"][1]["requests_per_second_overhead_pct"] == pytest.approx(25.0)
+    assert summary["average"]["time_taken_overhead_pct"] == pytest.approx((100.0 + 20.0) / 2)
+    assert summary["average"]["requests_per_second_overhead_pct"] == pytest.approx((50.0 + 25.0) / 2)
+    assert summary["average"]["http_requests_per_second"] == pytest.approx(150.0)
+
+
+# --- next to the real ab ----------------------------------------------------------------------------------
+
+AB_LABEL = re.compile(r"^([A-Z][A-Za-z/\- ()]+?):\s")
+
+
+def labels(text: str) -> list[str]:
+    return [m.group(1) for line in text.splitlines() if (m := AB_LABEL.match(line))]
+
+
+def ab_numbers(out: str) -> dict:
+    def number(label):
+        match = re.search(rf"^{re.escape(label)}:\s+(\d+)", out, re.M)
+        return int(match.group(1)) if match else None
+    return {k: number(k) for k in ("Complete requests", "Failed requests", "Document Length", "HTML transferred",
+                                   "Concurrency Level")}
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_our_report_has_abs_lines_and_counts_for_the_same_target(tls_lab, scheme):
+    from workers.load.client import run_load
+
+    name = "load_no_resumption"
+    port, path = (tls_lab.port(name), "/") if scheme == "https" else (tls_lab.http_port(name), "/health")
+    ab_out = subprocess.run(["ab", "-n", "200", "-c", "4", f"{scheme}://127.0.0.1:{port}{path}"],
+                            capture_output=True, text=True, timeout=60).stdout
+    ours = ab_text(ab_report(run_load(LoadSpec(scheme=scheme, host="127.0.0.1", port=port, path=path, requests=200,
+                                                concurrency=4)).to_dict()))
+
+    # ab's lines minus its banner, the temp key (not reported) and run-dependent WARNING/ERROR lines.
+    skipped = ("This is", "Copyright", "Licensed", "Benchmarking", "Server Temp Key", "WARNING", "ERROR")
+    ab_labels = list(dict.fromkeys(label for label in labels(ab_out) if not label.startswith(skipped)))
+    ours_in_ab = [label for label in labels(ours) if label in ab_labels]
+    assert list(dict.fromkeys(ours_in_ab)) == ab_labels, "same lines, same order (then our µs table)"
+    assert ab_numbers(ours) == ab_numbers(ab_out)
+    for section in ("Connection Times (ms)", "Percentage of the requests served within a certain time (ms)"):
+        assert section in ab_out and section in ours
+    ab_percent_rows = re.findall(r"^\s+(\d+)%", ab_out, re.M)
+    assert re.findall(r"^\s+(\d+)%", ours, re.M) == ab_percent_rows == ["50", "66", "75", "80", "90", "95", "98",
+                                                                         "99", "100"]

@@ -1,0 +1,100 @@
+"""`python manage.py handshakes` as a real process: no worker, no database; every bad argument named."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.tls_servers import free_ports
+
+MANAGE_PY = Path(__file__).resolve().parents[2] / "manage.py"
+
+
+def handshakes(*args: str, allow_private: str = "1") -> subprocess.CompletedProcess:
+    # A DATABASE_URL that cannot be reached proves the command never opens the database.
+    env = {**os.environ, "TLSAUDIT_ALLOW_PRIVATE_TARGETS": allow_private,
+           "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
+    run = subprocess.run([sys.executable, str(MANAGE_PY), "handshakes", *args], cwd=MANAGE_PY.parent, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in run.stderr, run.stderr
+    return run
+
+
+def test_it_prints_the_matrix_as_json(tls_lab):
+    run = handshakes(f"localhost:{tls_lab.port('load_session_cache')}", "--ip", "127.0.0.1", "--agents", "2",
+                     "--per-agent", "2", "--resume", "--json")
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    full = [c for c in report["cells"] if c["mode"] == "full"]
+    assert len(full) == 6 and all(c["count"] == 4 for c in full)
+    assert {c["resumption"] for c in report["cells"] if c["mode"] == "resumed"} == {"supported"}
+    assert {r["family"] for r in report["tls13_vs_tls12"]} == {"AES-128-GCM", "AES-256-GCM", "CHACHA20-POLY1305",
+                                                                "all"}
+    assert all("histograms" not in c for c in report["cells"])
+
+
+def test_it_prints_a_table_with_every_column(tls_lab):
+    run = handshakes(f"localhost:{tls_lab.port('load_no_resumption')}", "--ip", "127.0.0.1", "--agents", "1,2",
+                     "--per-agent", "2", "--suites", "TLS_AES_128_GCM_SHA256,ECDHE-RSA-AES128-GCM-SHA256",
+                     "--resume")
+    assert run.returncode == 0, run.stderr
+    header = next(line for line in run.stdout.splitlines() if line.startswith("version"))
+    assert header.split() == ["version", "suite", "agents", "n", "mean", "SD", "p50", "p95", "p99", "hs/s",
+                              "failures"]
+    assert "TLS_AES_128_GCM_SHA256 [resumed]" in run.stdout
+    assert "did not resume" in run.stdout
+    assert "1.3 faster by" in run.stdout
+
+
+def test_nothing_connecting_exits_2_with_a_json_error():
+    [port] = free_ports(1)
+    run = handshakes(f"localhost:{port}", "--ip", "127.0.0.1", "--agents", "1", "--per-agent", "1", "--json")
+    assert run.returncode == 2
+    error = json.loads(run.stdout)["error"]
+    assert error["code"] == "no_handshake"
+    assert "connection refused" in error["message"]
+
+
+def test_the_ssrf_guard_refuses_loopback_unless_allowed():
+    run = handshakes("localhost:443", "--ip", "127.0.0.1", "--json", allow_private="0")
+    assert run.returncode == 2
+    assert json.loads(run.stdout)["error"]["code"] == "private_target"
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "target: Enter a host name"),
+    (("exa mple.com",), "target: A host name cannot contain spaces"),
+    (("http://example.com",), "handshakes are timed over TLS"),
+    (("example.com:99999",), "target:"),
+    (("example.com", "--ip", "not-an-ip"), "--ip: 'not-an-ip' is not an IPv4 or IPv6 address"),
+    (("example.com", "--versions", "1.1"), "--versions: '1.1' is not a TLS version"),
+    (("example.com", "--versions", ","), "--versions: give at least one value"),
+    (("example.com", "--agents", "ten"), "--agents: 'ten' is not a whole number"),
+    (("example.com", "--agents", "0"), "--agents must be between 1 and 200, got 0"),
+    (("example.com", "--agents", "10,500"), "--agents must be between 1 and 200, got 500"),
+    (("example.com", "--per-agent", "0"), "--per-agent must be between 1 and 1000, got 0"),
+    (("example.com", "--per-agent", "1.5"), "--per-agent: '1.5' is not a whole number"),
+    (("example.com", "--timeout", "0"), "--timeout must be between 1 and 120, got 0"),
+    (("example.com", "--suites", "TLS_MADE_UP"), "--suites: unknown TLS 1.2 cipher suite 'TLS_MADE_UP'"),
+    (("example.com", "--suites", "TLS_AES_128_CCM_SHA256"), "--suites: unknown TLS 1.3 cipher suite"),
+    (("example.com", "--versions", "1.2", "--suites", "TLS_AES_128_GCM_SHA256"),
+     "--suites: TLS_AES_128_GCM_SHA256 is a TLS 1.3 suite but --versions does not include 1.3"),
+    (("example.com", "--agents", "200", "--per-agent", "1000"), "the limit is 100,000"),
+])
+def test_every_bad_argument_is_named(args, message):
+    as_json = handshakes(*args, "--json")
+    assert as_json.returncode == 2
+    error = json.loads(as_json.stdout)["error"]
+    assert error["code"] == "invalid_argument"
+    assert message in error["message"]
+
+
+def test_a_bad_argument_in_text_mode_goes_to_stderr():
+    run = handshakes("example.com", "--agents", "0")
+    assert run.returncode == 2 and run.stdout == ""
+    assert "handshakes failed: --agents must be between 1 and 200, got 0" in run.stderr

@@ -1,0 +1,242 @@
+"""`manage.py loadtest` and `manage.py overhead` (issue #4 "CLI"), run as real processes.
+
+Like `audit`, they run without a worker or database: every run gets a DATABASE_URL naming a
+SQLite file that must never appear, and no REDIS_URL. Bad arguments are run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+MANAGE_PY = Path(__file__).resolve().parents[2] / "manage.py"
+SERVICE_VARIABLES = ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND")
+NAME = "load_no_resumption"
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """cli([args], [args], ..., private=True) -> list[Run], all run in parallel; checks no database appeared."""
+    database = tmp_path / "never-created.sqlite3"
+    env = {k: v for k, v in os.environ.items() if k not in SERVICE_VARIABLES}
+    env.update(TLSAUDIT_DEV="1", DATABASE_URL=f"sqlite:///{database}", TLSAUDIT_VAR_DIR=str(tmp_path / "var"),
+               PYTHONWARNINGS="ignore")
+
+    def run(*arg_lists, private=True) -> list[Run]:
+        child_env = {**env, "TLSAUDIT_ALLOW_PRIVATE_TARGETS": "1" if private else "0"}
+        processes = [subprocess.Popen([sys.executable, str(MANAGE_PY), *args], cwd=MANAGE_PY.parent, env=child_env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                     for args in arg_lists]
+        outputs = [p.communicate(timeout=120) for p in processes]
+        runs = [Run(p.returncode, out, err) for p, (out, err) in zip(processes, outputs)]
+        for r in runs:
+            assert "Traceback" not in r.stderr, r.stderr
+        assert not database.exists(), "the command opened the database"
+        return runs
+
+    return run
+
+
+def https_url(tls_lab) -> str:
+    return f"https://localhost:{tls_lab.port(NAME)}/"
+
+
+def http_url(tls_lab) -> str:
+    return f"http://localhost:{tls_lab.http_port(NAME)}/health"
+
+
+# --- loadtest: runs that happened ----------------------------------------------------------------------
+
+def test_loadtest_prints_the_issues_json_fields_for_https(cli, tls_lab):
+    [run] = cli(["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "40", "-c", "4",
+                 "--ca-file", str(tls_lab.ca_file), "--json"])
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = run.json
+    assert (data["complete"], data["failed"], data["non_2xx"]) == (40, 0, 0)
+    assert data["requests_per_second"] > 0 and data["time_taken_s"] > 0
+    assert set(data["latency_ms"]) == {"p50", "p90", "p99", "max", "mean"}
+    assert data["latency_ms"]["p50"] <= data["latency_ms"]["p99"] <= data["latency_ms"]["max"]
+    assert data["connect_ms"]["mean"] > 0
+    assert data["tls_handshake_ms"]["median"] > 0 and data["report"]["tls_handshake"]["count"] == 40
+    assert (data["protocol"], data["cipher"]) == ("TLSv1.3", "TLS_AES_256_GCM_SHA384")
+    assert data["report"]["connections_opened"] == 40
+
+
+def test_loadtest_over_http_with_keep_alive_has_no_tls_numbers(cli, tls_lab):
+    [run] = cli(["loadtest", http_url(tls_lab), "-n", "200", "-c", "2", "-k", "--processes", "2", "--json"])
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    data = run.json
+    assert (data["complete"], data["failed"]) == (200, 0)
+    assert data["tls_handshake_ms"] is None and data["protocol"] is None and data["cipher"] is None
+    assert data["report"]["keepalive_requests"] == 200 and data["report"]["connections_opened"] == 2
+    assert data["report"]["processes"] == 2
+
+
+def test_loadtest_text_uses_abs_labels_and_a_time_limit_like_ab_t(cli, tls_lab):
+    text, timed = cli(["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "30", "-c", "3", "-f", "1.2",
+                       "-Z", "ECDHE-RSA-AES128-GCM-SHA256", "-H", "X-Trace: 1"],
+                      ["loadtest", http_url(tls_lab), "-k", "-t", "0.5", "--json"])
+
+    assert text.returncode == 0, text.stderr
+    for line in ("Server Software:        nginx/", "SSL/TLS Protocol:       TLSv1.2,ECDHE-RSA-AES128-GCM-SHA256",
+                 "Complete requests:      30", "Failed requests:        0", "Requests per second:",
+                 "Connection Times (ms)", "Percentage of the requests served within a certain time (ms)",
+                 " 100%", "TLS handshake:", "Connections opened:     30"):
+        assert line in text.stdout, line
+    assert timed.returncode == 0, timed.stderr
+    assert 0 < timed.json["complete"] < 50_000 and 0.45 <= timed.json["time_taken_s"] <= 1.0
+
+
+# --- loadtest: refusals, exit 2 ----------------------------------------------------------------------------
+
+BAD_LOADTEST = [
+    ([], "invalid_argument", "url: give the URL to load"),
+    (["ftp://localhost/"], "invalid_argument", "must start with http:// or https://"),
+    (["https://u:p@localhost/"], "invalid_argument", "remove the user name and password"),
+    (["https://localhost:99999/"], "invalid_argument", "url: Port 99999 is out of range"),
+    (["https://localhost/a b"], "invalid_argument", "the path cannot contain spaces"),
+    (["URL", "-n", "0"], "invalid_argument", "-n must be between 1 and 1000000, got 0"),
+    (["URL", "-n", "many"], "invalid_argument", "-n: 'many' is not a whole number"),
+    (["URL", "-n", "2", "-c", "5"], "invalid_argument", "-c 5 is more than -n 2"),
+    (["URL", "-c", "5000", "-n", "9000"], "invalid_argument", "-c must be between 1 and 1000, got 5000"),
+    (["URL", "--timeout", "0"], "invalid_argument", "--timeout must be more than 0"),
+    (["URL", "--timeout", "nan"], "invalid_argument", "--timeout must be more than 0"),
+    (["URL", "-t", "soon"], "invalid_argument", "-t: 'soon' is not a number of seconds"),
+    (["URL", "-H", "NoColon"], "invalid_argument", "-H: 'NoColon' is not a header"),
+    (["URL", "--ip", "999.1.1.1"], "invalid_argument", "--ip: '999.1.1.1' is not an IPv4 or IPv6 address"),
+    (["URL", "--ca-file", "CA", "--insecure"], "invalid_argument", "--ca-file and --insecure exclude each other"),
+    (["URL", "--ca-file", "/nonexistent/ca.pem"], "invalid_argument", "--ca-file: /nonexistent/ca.pem does not exist"),
+    (["URL", "--ca-file", str(MANAGE_PY)], "invalid_argument", "is not a PEM certificate file"),
+    (["URL", "-f", "1.1"], "invalid_argument", "-f: '1.1' is not a TLS version"),
+    (["URL", "-f", "1.3", "-Z", "ECDHE-RSA-AES128-GCM-SHA256"], "invalid_argument", "-Z sets TLS <= 1.2"),
+    (["URL", "-Z", "NOT-A-CIPHER"], "invalid_argument", "OpenSSL accepts no cipher of 'NOT-A-CIPHER'"),
+    (["URL", "--processes", "0"], "invalid_argument", "--processes must be between 1 and 16, got 0"),
+    (["HTTP_URL", "-Z", "AES128-SHA"], "invalid_argument", "-f / -Z apply to https:// URLs only"),
+    (["HTTP_URL", "--ca-file", "CA"], "invalid_argument", "--ca-file applies to https:// URLs only"),
+]
+
+
+def test_every_bad_loadtest_argument_exits_2_with_its_message(cli, tls_lab):
+    def concrete(args):
+        swap = {"URL": https_url(tls_lab), "HTTP_URL": http_url(tls_lab), "CA": str(tls_lab.ca_file)}
+        return ["loadtest", *[swap.get(a, a) for a in args], "--json"]
+
+    runs = cli(*[concrete(args) for args, _, _ in BAD_LOADTEST])
+
+    for (args, code, message), run in zip(BAD_LOADTEST, runs):
+        assert run.returncode == 2, (args, run.stdout, run.stderr)
+        assert run.json["error"]["code"] == code, args
+        assert message in run.json["error"]["message"], (args, run.json["error"]["message"])
+
+
+def test_loadtest_refuses_private_targets_unless_allowed_and_says_when_nothing_connects(cli, tls_lab,
+                                                                                         refused_port):
+    [private] = cli(["loadtest", https_url(tls_lab), "--json"], private=False)
+    refused, refused_text = cli(["loadtest", f"http://127.0.0.1:{refused_port}/", "-n", "3", "--json"],
+                                ["loadtest", f"http://127.0.0.1:{refused_port}/", "-n", "3"])
+
+    assert private.returncode == 2 and private.json["error"]["code"] == "private_target"
+    assert "loopback" in private.json["error"]["message"]
+    assert refused.returncode == 2 and refused.json["error"]["code"] == "no_connection"
+    assert refused.json["errors"] == {"connect: ConnectionRefusedError": 3}
+    assert refused_text.returncode == 2 and refused_text.stdout == ""
+    assert "loadtest failed: No request could connect to 127.0.0.1" in refused_text.stderr
+
+
+# --- overhead ----------------------------------------------------------------------------------------------
+
+def overhead_args(tls_lab, *extra) -> list[str]:
+    return ["overhead", "localhost", "--ip", "127.0.0.1", "--http-port", str(tls_lab.http_port(NAME)),
+            "--https-port", str(tls_lab.port(NAME)), "--path", "/health", *extra]
+
+
+def test_overhead_reports_each_level_and_the_averages(cli, tls_lab):
+    as_json, as_text = cli(overhead_args(tls_lab, "--levels", "1,3", "-n", "30", "--json"),
+                           overhead_args(tls_lab, "--levels", "2", "-n", "20", "-k"))
+
+    assert as_json.returncode == 0, as_json.stderr
+    data = as_json.json
+    assert [row["concurrency"] for row in data["levels"]] == [1, 3]
+    for row in data["levels"]:
+        assert row["http"]["complete"] == row["https"]["complete"] == 30
+        assert row["https"]["protocol"] == "TLSv1.3" and row["http"]["protocol"] is None
+        expected = abs(row["https_time_taken_s"] - row["http_time_taken_s"]) / row["http_time_taken_s"] * 100
+        assert row["time_taken_overhead_pct"] == pytest.approx(expected)
+    assert data["average"]["time_taken_overhead_pct"] == pytest.approx(
+        sum(r["time_taken_overhead_pct"] for r in data["levels"]) / 2)
+    assert as_text.returncode == 0, as_text.stderr
+    assert "keep-alive" in as_text.stdout and "\n  avg " in as_text.stdout
+
+
+def test_overhead_interleaves_http_and_https_level_by_level(tls_lab):
+    from tlsaudit.loadtests.management.commands.overhead import parse_overhead, run_sweep
+    from workers.load.client import run_load
+
+    order = []
+
+    def recording_run_load(spec):
+        order.append((spec.scheme, spec.concurrency))
+        return run_load(spec)
+
+    options = {"host": "localhost", "ip": "127.0.0.1", "keepalive": False, "timeout": "5", "processes": "1",
+               "http_port": str(tls_lab.http_port(NAME)), "https_port": str(tls_lab.port(NAME)), "path": "/health",
+               "levels": "1,2,3", "requests": "6"}
+    levels = run_sweep(recording_run_load, parse_overhead(options), "127.0.0.1")
+
+    assert order == [("http", 1), ("https", 1), ("http", 2), ("https", 2), ("http", 3), ("https", 3)]
+    assert [level["https"]["complete_requests"] for level in levels] == [6, 6, 6]
+
+
+BAD_OVERHEAD = [
+    ([], "host: give the site's host name"),
+    (["https://localhost"], "must be a bare host name"),
+    (["localhost:8080"], "give ports with --http-port / --https-port"),
+    (["localhost", "--http-port", "0"], "--http-port: Port 0 is out of range"),
+    (["localhost", "--https-port", "https"], "--https-port: Port 'https' is not a number"),
+    (["localhost", "--levels", ","], "--levels: give at least one concurrency level"),
+    (["localhost", "--levels", "1,x"], "--levels: 'x' is not a whole number"),
+    (["localhost", "--levels", "1,1"], "--levels: '1,1' repeats a level"),
+    (["localhost", "--levels", "0"], "--levels must be between 1 and 1000, got 0"),
+    (["localhost", "-n", "5", "--levels", "10"], "-n 5 is less than the highest level 10"),
+    (["localhost", "-n", "600000", "--levels", "1,2"], "this sweep would send 2,400,000 requests"),
+    (["localhost", "--path", "health"], "--path: 'health' must start with /"),
+    (["localhost", "--timeout", "-1"], "--timeout must be more than 0"),
+    (["localhost", "--ip", "localhost"], "--ip: 'localhost' is not an IPv4 or IPv6 address"),
+]
+
+
+def test_every_bad_overhead_argument_exits_2_with_its_message(cli):
+    runs = cli(*[["overhead", *args, "--json"] for args, _ in BAD_OVERHEAD])
+
+    for (args, message), run in zip(BAD_OVERHEAD, runs):
+        assert run.returncode == 2, (args, run.stdout, run.stderr)
+        assert run.json["error"]["code"] == "invalid_argument", args
+        assert message in run.json["error"]["message"], (args, run.json["error"]["message"])
+
+
+def test_overhead_exits_2_when_a_side_cannot_connect(cli, tls_lab, refused_port):
+    [run] = cli(["overhead", "localhost", "--ip", "127.0.0.1", "--http-port", str(refused_port),
+                 "--https-port", str(tls_lab.port(NAME)), "--levels", "1", "-n", "3", "--json"])
+
+    assert run.returncode == 2
+    assert run.json["error"]["code"] == "no_connection"
+    assert run.json["error"]["message"].startswith("HTTP at concurrency 1: No request could connect")

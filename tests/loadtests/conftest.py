@@ -1,0 +1,139 @@
+"""Fixtures of the performance tests: a real Celery worker on the `load` queue, a tiny HTTP
+server and a tiny DNS server on 127.0.0.1 (real sockets, real packets), and lab sites."""
+
+import socket
+import threading
+import time
+from contextlib import ExitStack, contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+
+
+@pytest.fixture
+def start_load_worker():
+    """start() runs a real Celery worker (threads, `load` queue, the real Redis) until the test ends."""
+    from celery.contrib.testing.worker import start_worker
+
+    import workers.tasks  # noqa: F401  register the tasks in this process
+    from workers.celery import app
+
+    app.control.purge()
+    with ExitStack() as stack:
+        def start():
+            return stack.enter_context(start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
+                                                    queues=["load"], shutdown_timeout=60))
+        yield start
+
+
+@pytest.fixture
+def load_worker(start_load_worker):
+    return start_load_worker()
+
+
+def verify(site, method="http"):
+    from tlsaudit.loadtests.verification import verification_for
+
+    verification = verification_for(site)
+    verification.method = method
+    verification.verified_at = verification.last_checked_at = timezone.now()
+    verification.save()
+    return verification
+
+
+@pytest.fixture
+def lab_site(org_a, tls_lab):
+    """localhost on the lab's no-resumption server (HTTP and HTTPS ports), pinned to 127.0.0.1, verified."""
+    from tlsaudit.sites.models import Site
+
+    name = "load_no_resumption"
+    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
+                               http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab")
+    verify(site)
+    return site
+
+
+def wait_finished(run, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.is_finished:
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s: {run.progress}")
+
+
+# --- a tiny HTTP server: path -> (status, headers, body) ------------------------------------
+
+@contextmanager
+def http_server(routes: dict):
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            status, headers, body = routes.get(self.path.split("?")[0], (404, {}, b"not found"))
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --- a tiny DNS server: name -> TXT strings, NXDOMAIN otherwise -----------------------------
+
+@contextmanager
+def dns_server(records: dict[str, list[str]]):
+    """Answers TXT queries over UDP on 127.0.0.1 with dnspython's own wire format."""
+    import dns.flags
+    import dns.message
+    import dns.rcode
+    import dns.rdataclass
+    import dns.rdatatype
+    import dns.rrset
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(0.2)
+    stop = threading.Event()
+    queries = []
+
+    def serve():
+        while not stop.is_set():
+            try:
+                wire, peer = sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            query = dns.message.from_wire(wire)
+            response = dns.message.make_response(query)
+            response.flags |= dns.flags.AA
+            question = query.question[0]
+            name = question.name.to_text(omit_final_dot=True).lower()
+            queries.append(name)
+            if name not in records:
+                response.set_rcode(dns.rcode.NXDOMAIN)
+            elif question.rdtype == dns.rdatatype.TXT and records[name]:
+                quoted = [f'"{value}"' for value in records[name]]
+                response.answer.append(dns.rrset.from_text(question.name, 60, dns.rdataclass.IN,
+                                                           dns.rdatatype.TXT, *quoted))
+            sock.sendto(response.to_wire(), peer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield sock.getsockname()[1], queries
+    finally:
+        stop.set()
+        thread.join(2)
+        sock.close()

@@ -1,0 +1,194 @@
+"""What stops a run before any traffic: verification, the organization's caps, one run per site,
+roles (viewers 403) and tenant isolation (other organizations 404 on every URL)."""
+
+import pytest
+from django.urls import reverse
+
+from tests.loadtests.conftest import verify
+from tlsaudit.loadtests import services
+from tlsaudit.loadtests.models import LoadLimits, PerfRun
+
+pytestmark = pytest.mark.django_db
+
+
+def refusal(site, kind, params, user=None) -> services.RunRefused:
+    with pytest.raises(services.RunRefused) as refused:
+        services.queue_run(site, kind, params, user=user)
+    return refused.value
+
+
+def test_an_unverified_site_is_refused_in_the_service(site_a, alice):
+    refused = refusal(site_a, "load", {"requests": 20, "concurrency": 2}, alice)
+    assert refused.code == "unverified"
+    assert "Shop is not verified" in refused.message and "Check now" in refused.message
+    assert PerfRun.objects.count() == 0
+
+
+def test_an_unverified_site_is_refused_in_the_view_with_the_message(login, alice, org_a, site_a):
+    response = login(alice).post(reverse("loadtests:start", args=[org_a.slug, site_a.pk]),
+                                 {"kind": "sweep", "levels": "1,2", "requests": 20})
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert 'data-testid="run-refused"' in page and "Shop is not verified" in page
+    assert PerfRun.objects.count() == 0
+
+
+@pytest.mark.parametrize("kind, params, code, message", [
+    ("load", {"requests": 100, "concurrency": 11}, "cap_concurrency",
+     "Concurrency 11 is above Agency A's maximum concurrency of 10 connections."),
+    ("sweep", {"levels": "1,20", "requests": 100}, "cap_concurrency",
+     "Concurrency 20 is above Agency A's maximum concurrency of 10 connections."),
+    ("handshakes", {"agents_levels": "10,25"}, "cap_concurrency",
+     "Concurrency 25 is above Agency A's maximum concurrency of 10 connections."),
+    ("load", {"requests": 301, "concurrency": 2}, "cap_requests",
+     "301 requests per run is above Agency A's maximum of 300 requests per run."),
+    ("handshakes", {"agents_levels": "10", "per_agent": 31}, "cap_requests",
+     "310 handshakes per cell is above Agency A's maximum of 300 requests per run."),
+])
+def test_caps_refuse_with_the_cap_and_the_orgs_value(site_a, org_a, kind, params, code, message):
+    verify(site_a)
+    LoadLimits.objects.create(organization=org_a, max_concurrency=10, max_requests_per_run=300, max_duration_s=30,
+                              runs_per_day=5)
+    refused = refusal(site_a, kind, params)
+    assert (refused.code, refused.message) == (code, message)
+
+
+def test_runs_per_day_are_capped(site_a, org_a):
+    verify(site_a)
+    LoadLimits.objects.create(organization=org_a, max_concurrency=10, max_requests_per_run=300, max_duration_s=30,
+                              runs_per_day=2)
+    for _ in range(2):
+        PerfRun.objects.create(site=site_a, organization=org_a, kind="load", status="done")
+    refused = refusal(site_a, "load", {"requests": 20, "concurrency": 2})
+    assert refused.code == "cap_runs_per_day"
+    assert refused.message == ("Agency A already started 2 runs in the last 24 hours: the maximum is 2 runs per day.")
+
+
+def test_limits_are_created_from_the_settings_defaults(org_a, settings):
+    limits = LoadLimits.for_org(org_a)
+    assert (limits.max_concurrency, limits.max_requests_per_run, limits.max_duration_s, limits.runs_per_day) == (
+        settings.LOAD_MAX_CONCURRENCY, settings.LOAD_MAX_REQUESTS_PER_RUN, settings.LOAD_MAX_DURATION_S,
+        settings.LOAD_RUNS_PER_DAY) == (100, 5000, 120, 20)
+
+
+def test_one_run_per_site_at_a_time(site_a, org_a, django_capture_on_commit_callbacks):
+    verify(site_a)
+    with django_capture_on_commit_callbacks(execute=False):
+        first = services.queue_run(site_a, "load", {"requests": 20, "concurrency": 2})
+    refused = refusal(site_a, "handshakes", {"agents_levels": "2", "per_agent": 5})
+    assert first.status == "queued" and refused.code == "busy"
+    assert "already queued or running" in refused.message
+
+
+@pytest.mark.parametrize("kind, params, message", [
+    ("load", {"requests": 5, "concurrency": 10}, "concurrency cannot exceed the number of requests"),
+    ("load", {"scheme": "gopher"}, "scheme must be http or https"),
+    ("sweep", {"levels": "0,5"}, "levels must list positive whole numbers"),
+    ("sweep", {"modes": ["warp"]}, "modes must be new and/or keepalive"),
+    ("handshakes", {"versions": ["1.0"]}, "versions must be 1.2 and/or 1.3"),
+    ("load", {"path": "no-slash"}, "path must start with /"),
+])
+def test_params_are_validated(kind, params, message):
+    with pytest.raises(services.RunRefused) as refused:
+        services.validate_params(kind, params)
+    assert refused.value.code == "invalid_params" and message in refused.value.message
+
+
+def test_stopping_a_queued_run_cancels_it_at_once(site_a, org_a):
+    run = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={})
+    run = services.request_stop(run)
+    assert (run.status, run.cancel_requested, run.error_message) == ("cancelled", True, "Stopped before it started.")
+
+
+# --- roles and tenants -------------------------------------------------------------------
+
+def urls_of(org, site, run):
+    args = [org.slug, site.pk]
+    return {
+        "overview": ("get", reverse("loadtests:overview", args=args)),
+        "verification": ("get", reverse("loadtests:verification", args=args)),
+        "check": ("post", reverse("loadtests:verification_check", args=args)),
+        "start": ("post", reverse("loadtests:start", args=args)),
+        "run": ("get", reverse("loadtests:run", args=[*args, run.pk])),
+        "stop": ("post", reverse("loadtests:stop", args=[*args, run.pk])),
+        "csv": ("get", reverse("loadtests:csv", args=[*args, run.pk, "handshakes"])),
+    }
+
+
+WRITES = {"check", "start", "stop"}
+
+
+CELL = {"version": "1.3", "suite": "TLS_AES_128_GCM_SHA256", "mode": "full", "agents": 2, "count": 10,
+        "mean_ms": 1.5, "sd_ms": 0.2, "failures": {}}
+
+
+def test_viewers_see_everything_but_cannot_start_stop_or_check(login, bob, org_a, site_a):
+    run = PerfRun.objects.create(site=site_a, organization=org_a, kind="handshakes", status="running",
+                                 results=[{"step": 0, "label": "cell", "result": CELL}])
+    client = login(bob)
+    for name, (method, url) in urls_of(org_a, site_a, run).items():
+        response = getattr(client, method)(url, {"kind": "load"} if method == "post" else {})
+        expected = 403 if name in WRITES else 200
+        assert response.status_code == expected, (name, response.status_code)
+    assert PerfRun.objects.get(pk=run.pk).cancel_requested is False
+    page = client.get(reverse("loadtests:overview", args=[org_a.slug, site_a.pk])).content.decode()
+    assert 'data-testid="run-forms"' not in page
+    assert 'data-testid="stop"' not in client.get(run.get_absolute_url()).content.decode()
+
+
+def test_other_organizations_get_404_on_every_url(login, charlie, org_a, org_b, site_a):
+    run = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", status="running")
+    client = login(charlie)
+    for name, (method, url) in urls_of(org_a, site_a, run).items():
+        response = getattr(client, method)(url, {"kind": "load"} if method == "post" else {})
+        assert response.status_code == 404, (name, response.status_code)
+    assert PerfRun.objects.get(pk=run.pk).cancel_requested is False
+
+
+def test_a_run_of_another_site_is_not_found_through_this_one(login, alice, org_a, site_a):
+    from tlsaudit.sites.models import Site
+
+    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    run = PerfRun.objects.create(site=other, organization=org_a, kind="load", status="done")
+    client = login(alice)
+    assert client.get(reverse("loadtests:run", args=[org_a.slug, site_a.pk, run.pk])).status_code == 404
+
+
+def test_the_site_page_has_security_and_performance_tabs(login, alice, org_a, site_a):
+    page = login(alice).get(site_a.get_absolute_url()).content.decode()
+    assert 'data-testid="tab-security"' in page and 'data-testid="tab-performance"' in page
+    assert reverse("loadtests:overview", args=[org_a.slug, site_a.pk]) in page
+    assert 'data-testid="grade-badge"' in page and 'data-testid="audit-now"' in page
+
+
+def test_presets_respect_the_caps(login, alice, org_a, site_a):
+    verify(site_a)
+    LoadLimits.objects.create(organization=org_a, max_concurrency=30, max_requests_per_run=200, max_duration_s=30,
+                              runs_per_day=5)
+    page = login(alice).get(reverse("loadtests:overview", args=[org_a.slug, site_a.pk])).content.decode()
+    assert "HTTPS: 100 requests, concurrency 20" in page and "HTTPS: 200 requests, concurrency 30" in page
+    assert 'value="1,20"' in page          # the seed's levels, capped at 30
+    assert "Handshakes 10 agents × 10" in page
+
+
+def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a, org_a):
+    from django.core.cache import cache
+    from django.utils import timezone
+
+    from tlsaudit.loadtests.models import PerfRun
+    from tlsaudit.loadtests.services import reap_abandoned_runs
+    from workers.tasks.load import acquire_locks
+
+    past = timezone.now() - timezone.timedelta(hours=1)
+    stuck = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
+                                   status="running", started_at=past, deadline_at=past, ip="192.0.2.7")
+    fresh = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
+                                   status="running", started_at=timezone.now(),
+                                   deadline_at=timezone.now() + timezone.timedelta(minutes=5), ip="192.0.2.8")
+    assert acquire_locks(stuck, "192.0.2.7", 60)
+    assert reap_abandoned_runs() == 1
+    stuck.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (stuck.status, stuck.error_code) == ("failed", "worker_lost")
+    assert fresh.status == "running"
+    assert cache.get(f"tlsaudit:loadlock:192.0.2.7:{site_a.https_port}") is None

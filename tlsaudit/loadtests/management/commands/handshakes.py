@@ -1,0 +1,198 @@
+"""python manage.py handshakes HOST[:PORT] [--ip IP] [--versions 1.2,1.3] [--suites S,...]
+                             [--agents 10[,25,50]] [--per-agent 10] [--resume] [--json]
+
+Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
+without a worker or the database. Exit 0 when it ran, 2 on bad arguments or when nothing connected
+(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+"""
+
+import json
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
+from tlsaudit.domain.hostnames import AddressError, parse_address
+
+EXIT_OK, EXIT_FAILED = 0, 2
+MAX_AGENTS = 200
+MAX_PER_AGENT = 1000
+MAX_HANDSHAKES = 100_000   # per run, all cells together: the CLI is not a flood tool
+KNOWN_VERSIONS = ("1.2", "1.3")
+COLUMNS = ("version", "suite", "agents", "n", "mean", "SD", "p50", "p95", "p99", "hs/s", "failures")
+
+
+class Command(BaseCommand):
+    help = "Time TLS 1.2 vs 1.3 full handshakes per cipher suite and concurrency (text table, or JSON)."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("target", nargs="?", default="", help="HOST or HOST:PORT (default port 443)")
+        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
+        parser.add_argument("--versions", default="1.2,1.3", help="comma-separated: 1.2,1.3 (default %(default)s)")
+        parser.add_argument("--suites", default="",
+                            help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
+                                 "and the TLS 1.2 ECDHE AEAD suites the server accepts)")
+        parser.add_argument("--agents", default="10", help="concurrent agents, one level or a list: 10,25,50")
+        parser.add_argument("--per-agent", default="10", help="handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")
+        parser.add_argument("--timeout", default="10", help="seconds per connection (default %(default)s)")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **options):
+        self.as_json = options["json"]
+        try:
+            plan = parse_arguments(options)
+        except ValueError as exc:
+            return self.fail("invalid_argument", str(exc))
+        from workers.load.handshake import HandshakeError, handshake_matrix  # engines load only for this command
+        from workers.tls.errors import TargetError
+        from workers.tls.target import resolve_target
+
+        try:
+            target = resolve_target(plan["host"], plan["port"], pinned_ip=plan["ip"],
+                                    allow_private=settings.ALLOW_PRIVATE_TARGETS)
+        except TargetError as exc:
+            return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
+        try:
+            cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
+                                     suites=plan["suites"], agents_levels=plan["agents"],
+                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"])
+        except HandshakeError as exc:
+            return self.fail("invalid_argument", str(exc))
+        if not any(c.get("count") for c in cells):
+            return self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
+                             ip=target.ip, cells=[without_histograms(c) for c in cells])
+        report = {"host": target.host, "port": target.port, "ip": target.ip,
+                  "cells": [without_histograms(c) for c in cells],
+                  "tls13_vs_tls12": compare_versions(cells), "resumption": compare_resumption(cells)}
+        self.stdout.write(json.dumps(report, indent=2) if self.as_json else render_table(report))
+        sys.exit(EXIT_OK)
+
+    def fail(self, code: str, message: str, **extra):
+        if self.as_json:
+            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+        else:
+            self.stderr.write(f"handshakes failed: {message}")
+        sys.exit(EXIT_FAILED)
+
+
+def parse_arguments(options) -> dict:
+    try:
+        address = parse_address(options["target"])
+    except AddressError as exc:
+        raise ValueError(f"target: {exc}") from None
+    if address.scheme == "http":
+        raise ValueError("target: handshakes are timed over TLS; give the HTTPS host, not http://")
+    versions = split_list(options["versions"], "--versions")
+    for v in versions:
+        if v not in KNOWN_VERSIONS:
+            raise ValueError(f"--versions: {v!r} is not a TLS version this tool times (use 1.2 and/or 1.3)")
+    suites = split_list(options["suites"], "--suites", allow_empty=True)
+    check_suites(suites, versions)
+    agents = [parse_int(a, "--agents", 1, MAX_AGENTS) for a in split_list(options["agents"], "--agents")]
+    per_agent = parse_int(options["per_agent"], "--per-agent", 1, MAX_PER_AGENT)
+    timeout = parse_int(options["timeout"], "--timeout", 1, 120)
+    cells = len(versions) * max(1, len(suites) or 6) * len(agents)
+    if cells * per_agent * max(agents) > MAX_HANDSHAKES:
+        raise ValueError(f"this run could make up to {cells * per_agent * max(agents):,} handshakes; "
+                         f"the limit is {MAX_HANDSHAKES:,} (lower --agents or --per-agent)")
+    return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
+            "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
+            "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
+            "timeout": float(timeout)}
+
+
+def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
+    items = [item.strip() for item in str(text or "").split(",") if item.strip()]
+    if not items and not allow_empty:
+        raise ValueError(f"{option}: give at least one value")
+    return items
+
+
+def parse_int(text, option: str, low: int, high: int) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise ValueError(f"{option} must be between {low} and {high}, got {value}")
+    return value
+
+
+def parse_ip(text):
+    if not text:
+        return None
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(text).compressed
+    except ValueError:
+        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
+
+
+def check_suites(suites: list[str], versions: list[str]) -> None:
+    """Known names only, and each must belong to one of the asked versions (no silent no-op)."""
+    from workers.load.handshake import HandshakeError, iana_name, openssl_name, suite_version, TLS13_STANDARD_SUITES
+
+    for suite in suites:
+        version = suite_version(iana_name(suite))
+        try:
+            if version == "1.2":
+                openssl_name(suite)
+            elif suite not in TLS13_STANDARD_SUITES:
+                raise HandshakeError(f"unknown TLS 1.3 cipher suite {suite!r} (known: {', '.join(TLS13_STANDARD_SUITES)})")
+        except HandshakeError as exc:
+            raise ValueError(f"--suites: {exc}") from None
+        if version not in versions:
+            raise ValueError(f"--suites: {suite} is a TLS {version} suite but --versions does not include {version}")
+
+
+def without_histograms(cell: dict) -> dict:
+    return {k: v for k, v in cell.items() if k != "histograms"}
+
+
+def nothing_connected(cells: list[dict]) -> str:
+    reasons: dict[str, int] = {}
+    for cell in cells:
+        for reason, n in {**cell.get("failures", {}), **cell.get("flagged", {})}.items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        if cell.get("skipped"):
+            reasons[cell["skipped"]] = reasons.get(cell["skipped"], 0) + 1
+    detail = "; ".join(f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])) or "no attempt"
+    return f"No handshake completed: {detail}."
+
+
+def fmt(value, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_table(report: dict) -> str:
+    rows = []
+    for c in report["cells"]:
+        suite = c.get("requested_suite") or c.get("suite") or "(none)"
+        if c.get("mode") == "resumed":
+            suite += " [resumed]"
+        failures = sum(c.get("failures", {}).values()) + sum(c.get("flagged", {}).values())
+        rows.append((f"TLS {c['version']}", suite, str(c.get("agents", "-")), str(c.get("count", 0)),
+                     fmt(c.get("mean_ms")), fmt(c.get("sd_ms")), fmt(c.get("p50_ms")), fmt(c.get("p95_ms")),
+                     fmt(c.get("p99_ms")), fmt(c.get("handshakes_per_s"), 1), str(failures)))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(COLUMNS)]
+    lines = [f"TLS handshakes to {report['host']}:{report['port']} ({report['ip']}), times in ms", ""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
+    notes = [f"  {c.get('requested_suite') or c['version']}: " + ", ".join(
+        f"{reason} x{n}" for reason, n in {**c.get("failures", {}), **c.get("flagged", {})}.items())
+        for c in report["cells"] if c.get("failures") or c.get("flagged")]
+    notes += [f"  TLS {c['version']}: {c['skipped']}" for c in report["cells"] if c.get("skipped")]
+    notes += [f"  TLS {c['version']} resumed: {c['resumption_note']}" for c in report["cells"]
+              if c.get("mode") == "resumed" and c.get("resumption_note")]
+    if notes:
+        lines += ["", "Failures and notes:", *notes]
+    comparisons = [r for r in report["tls13_vs_tls12"] if r["tls13_faster_pct"] is not None]
+    if comparisons:
+        lines += ["", "TLS 1.3 vs 1.2 (mean full handshake):"]
+        lines += [f"  {r['family']:18} agents {r['agents']:>3}: 1.2 {fmt(r['tls12_mean_ms'])} ms, "
+                  f"1.3 {fmt(r['tls13_mean_ms'])} ms, 1.3 faster by {r['tls13_faster_pct']:.1f} %" for r in comparisons]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,256 @@
+"""python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS]
+                             [-H 'Name: value']... [--ca-file PEM | --insecure] [--processes P]
+                             [-f 1.2|1.3] [-Z CIPHERS] [--json]
+
+`ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
+ab-like report (ab's line labels, then µs lines ab cannot print) or one JSON object. Exit 0 when
+the run happened (whatever the failures), 2 on bad arguments or when nothing could connect
+(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from tlsaudit.domain.abstats import ab_report, ab_text
+from tlsaudit.domain.hostnames import AddressError, parse_address
+
+EXIT_OK, EXIT_FAILED = 0, 2
+MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool
+MAX_CONCURRENCY = 1_000
+MAX_TIMEOUT_S = 300
+MAX_TIME_LIMIT_S = 3_600
+MAX_PROCESSES = 16
+AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requests
+DEFAULT_REQUESTS = 100
+
+
+class Command(BaseCommand):
+    help = "Load-test one URL like ApacheBench (ab): n requests over c connections, new or kept-alive."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("url", nargs="?", default="", help="http(s)://HOST[:PORT]/PATH")
+        add_target_arguments(parser)
+        parser.add_argument("-n", dest="requests", default=None,
+                            help=f"number of requests (default {DEFAULT_REQUESTS}; with -t: an upper bound, "
+                                 f"default {AB_TIME_LIMIT_REQUESTS})")
+        parser.add_argument("-c", dest="concurrency", default="1", help="concurrent connections (default 1)")
+        parser.add_argument("-t", dest="time_limit", default=None, help="stop after this many seconds")
+        parser.add_argument("-H", dest="headers", action="append", default=[],
+                            help="extra header 'Name: value' (repeatable; replaces ours of the same name)")
+        parser.add_argument("--ca-file", help="verify the certificate against this PEM CA file (plus system roots)")
+        parser.add_argument("--insecure", action="store_true",
+                            help="do not verify the certificate (the default, like ab; exclusive with --ca-file)")
+        parser.add_argument("-f", "--tls-version", dest="tls_version", default=None, help="force TLS 1.2 or 1.3")
+        parser.add_argument("-Z", "--ciphers", dest="ciphers", default=None,
+                            help="OpenSSL cipher string for TLS <= 1.2")
+
+    def handle(self, *args, **options):
+        self.as_json = options["json"]
+        try:
+            spec = parse_loadtest(options)
+        except ValueError as exc:
+            return fail(self, "invalid_argument", str(exc))
+        spec, error = pin_target(spec)
+        if error is not None:
+            return fail(self, error.code, error.message, host=spec.host, port=spec.port)
+        from workers.load.client import LoadError, run_load  # the engine loads only for this command
+
+        try:
+            result = run_load(spec).to_dict()
+        except LoadError as exc:
+            return fail(self, "invalid_argument", str(exc))
+        report = ab_report(result)
+        if nothing_connected(report):
+            return fail(self, "no_connection", no_connection_message(report), host=spec.host, port=spec.port,
+                        ip=spec.ip, errors=report["errors"])
+        self.stdout.write(json.dumps(cli_json(spec, report), indent=2) if self.as_json else ab_text(report))
+        sys.exit(EXIT_OK)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared with `overhead`
+
+
+def add_target_arguments(parser) -> None:
+    parser.add_argument("--ip", help="connect to this IP instead of resolving the host")
+    parser.add_argument("-k", dest="keepalive", action="store_true",
+                        help="keep-alive: reuse HTTP/1.1 connections (default: a new connection per request)")
+    parser.add_argument("--timeout", default="30", help="seconds per request, connect included (default 30)")
+    parser.add_argument("--processes", default="1", help=f"OS processes to spread the load over (1-{MAX_PROCESSES})")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def fail(command, code: str, message: str, **extra):
+    if command.as_json:
+        command.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+    else:
+        command.stderr.write(f"{command_name(command)} failed: {message}")
+    sys.exit(EXIT_FAILED)
+
+
+def command_name(command) -> str:
+    return command.__module__.rsplit(".", 1)[-1]
+
+
+def parse_int(text, option: str, low: int, high: int) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a whole number") from None
+    if not low <= value <= high:
+        raise ValueError(f"{option} must be between {low} and {high}, got {value}")
+    return value
+
+
+def parse_seconds(text, option: str, high: float) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a number of seconds") from None
+    if not 0 < value <= high:  # also refuses NaN and inf
+        raise ValueError(f"{option} must be more than 0 and at most {high:g} seconds, got {text}")
+    return value
+
+
+def parse_ip(text) -> str | None:
+    if not text:
+        return None
+    try:
+        return ipaddress.ip_address(str(text).strip()).compressed
+    except ValueError:
+        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
+        raise ValueError(f"-H: {text!r} is not a header of the form 'Name: value'")
+    if any(c in text for c in "\r\n\0"):
+        raise ValueError(f"-H: {text!r} contains a line break or NUL")
+    return name.strip(), value.strip()
+
+
+def parse_ca_file(ca_file: str | None, insecure: bool) -> str | None:
+    if ca_file and insecure:
+        raise ValueError("--ca-file and --insecure exclude each other: verify against a CA, or don't verify")
+    if not ca_file:
+        return None
+    path = Path(ca_file)
+    if not path.is_file():
+        raise ValueError(f"--ca-file: {ca_file} does not exist")
+    try:
+        head = path.read_bytes()[:1_000_000]
+    except OSError as exc:
+        raise ValueError(f"--ca-file: {ca_file} cannot be read ({exc.strerror})") from None
+    if b"-----BEGIN CERTIFICATE-----" not in head:
+        raise ValueError(f"--ca-file: {ca_file} is not a PEM certificate file")
+    return str(path)
+
+
+def parse_url(url: str) -> tuple[str, str, int, str]:
+    """(scheme, ASCII host, port, path with query) of an http(s) URL; ValueError says what is wrong."""
+    text = (url or "").strip()
+    if not text:
+        raise ValueError("url: give the URL to load, e.g. https://example.com/")
+    parts = urlsplit(text)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"url: {text!r} must start with http:// or https://")
+    if parts.username or parts.password:
+        raise ValueError("url: remove the user name and password from the URL")
+    try:
+        address = parse_address(f"{parts.scheme.lower()}://{parts.netloc}/")
+    except AddressError as exc:
+        raise ValueError(f"url: {exc}") from None
+    scheme = parts.scheme.lower()
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if any(c.isspace() for c in path):
+        raise ValueError("url: the path cannot contain spaces (percent-encode them)")
+    return scheme, address.hostname, address.port or (443 if scheme == "https" else 80), path
+
+
+def parse_common(options) -> dict:
+    return {"ip": parse_ip(options.get("ip")), "keepalive": bool(options.get("keepalive")),
+            "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
+            "processes": parse_int(options["processes"], "--processes", 1, MAX_PROCESSES)}
+
+
+def parse_loadtest(options):
+    from workers.load.spec import LoadSpec
+
+    scheme, host, port, path = parse_url(options["url"])
+    time_limit = parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S) if options["time_limit"] else None
+    default_n = AB_TIME_LIMIT_REQUESTS if time_limit else DEFAULT_REQUESTS
+    requests = parse_int(options["requests"] or default_n, "-n", 1, MAX_REQUESTS)
+    concurrency = parse_int(options["concurrency"], "-c", 1, MAX_CONCURRENCY)
+    if concurrency > requests:
+        raise ValueError(f"-c {concurrency} is more than -n {requests}: cannot have more connections than requests")
+    tls_version = options.get("tls_version")
+    if tls_version not in (None, "1.2", "1.3"):
+        raise ValueError(f"-f: {tls_version!r} is not a TLS version this tool forces (use 1.2 or 1.3)")
+    if (tls_version or options.get("ciphers")) and scheme != "https":
+        raise ValueError("-f / -Z apply to https:// URLs only")
+    if options.get("ciphers") and tls_version == "1.3":
+        raise ValueError("-Z sets TLS <= 1.2 cipher suites; TLS 1.3 suites cannot be chosen here")
+    ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
+    if ca_file and scheme != "https":
+        raise ValueError("--ca-file applies to https:// URLs only")
+    return LoadSpec(scheme=scheme, host=host, port=port, path=path, requests=requests, concurrency=concurrency,
+                    time_limit_s=time_limit, headers=tuple(parse_header(h) for h in options["headers"]),
+                    ca_file=ca_file, insecure=ca_file is None, tls_version=tls_version,
+                    ciphers=options.get("ciphers") or None, **parse_common(options))
+
+
+def pin_target(spec):
+    """Resolve once and pin the checked IP; (spec, None) or (spec, TargetError) when refused."""
+    from dataclasses import replace
+
+    from workers.tls.errors import TargetError
+    from workers.tls.target import resolve_target
+
+    try:
+        target = resolve_target(spec.host, spec.port, pinned_ip=spec.ip,
+                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+    except TargetError as exc:
+        return spec, exc
+    return replace(spec, host=target.host, ip=target.ip), None
+
+
+def nothing_connected(report: dict) -> bool:
+    return report["complete_requests"] == 0 and report["failed_requests"] == report["failed_breakdown"]["connect"]
+
+
+def no_connection_message(report: dict) -> str:
+    reasons = "; ".join(f"{reason} ({n})" for reason, n in sorted(report["errors"].items(), key=lambda kv: -kv[1]))
+    return (f"No request could connect to {report['server_hostname']}:{report['server_port']}: "
+            f"{reasons or 'no attempt was made'}.")
+
+
+def phase_ms(stats: dict | None) -> dict | None:
+    if not stats:
+        return None
+    return {k: stats[k] / 1000 for k in ("min", "mean", "median", "max")} | {"sd": stats["sd"] / 1000}
+
+
+def cli_json(spec, report: dict) -> dict:
+    """The issue's JSON fields first, then the whole ab-style report."""
+    phases = report["connection_times"]["phases"]
+    return {
+        "url": f"{spec.scheme}://{spec.host}:{spec.port}{spec.path}", "ip": spec.ip,
+        "requests_per_second": report["requests_per_second"], "time_taken_s": report["time_taken_s"],
+        "complete": report["complete_requests"], "failed": report["failed_requests"],
+        "non_2xx": report["non_2xx_responses"], "latency_ms": report["latency_ms"],
+        "connect_ms": phase_ms(phases["connect"]),
+        "tls_handshake_ms": phase_ms(report["tls_handshake"]) if spec.scheme == "https" else None,
+        "protocol": report["protocol"] or None, "cipher": report["cipher"] or None,
+        "report": report,
+    }
+

@@ -1,0 +1,346 @@
+"""Performance-run lifecycle: validate, refuse (verification, caps, one at a time), queue, claim,
+record progress and steps, summarise, finish, stop.
+
+Views, and later the API and the schedule, call `queue_run`, so every caller gets the same checks.
+Nothing here imports the engines: the tasks in workers/tasks/load.py do.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from tlsaudit.loadtests import verification as proofs
+from tlsaudit.loadtests.models import LoadLimits, PerfRun
+
+START_TASK = "workers.tasks.load.start_run"
+ACTIVE = (PerfRun.Status.QUEUED, PerfRun.Status.RUNNING)
+DEFAULT_LEVELS = (1, 20, 40, 60, 80, 100)
+DEFAULT_AGENTS_LEVELS = (10, 25, 50)
+CANCEL_POLL_S = 0.5
+
+
+class RunRefused(Exception):
+    """Why a run may not start, in words for the site owner (`code` is stable for the API)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- params ------------------------------------------------------------------------------
+
+def validate_params(kind: str, raw: dict) -> dict:
+    """Normalised params of a run of `kind`, or RunRefused("invalid_params")."""
+    try:
+        return VALIDATORS[kind](raw)
+    except KeyError as exc:
+        raise RunRefused("invalid_params", f"Unknown run kind or missing field: {exc}.") from None
+    except (TypeError, ValueError) as exc:
+        raise RunRefused("invalid_params", str(exc)) from None
+
+
+def positive(raw: dict, name: str, default: int) -> int:
+    value = int(raw.get(name, default))
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1.")
+    return value
+
+
+def int_list(raw: dict, name: str, default) -> list[int]:
+    value = raw.get(name, default)
+    if isinstance(value, str):
+        value = [v for v in value.replace(" ", "").split(",") if v]
+    numbers = sorted({int(v) for v in value})
+    if not numbers or numbers[0] < 1:
+        raise ValueError(f"{name} must list positive whole numbers.")
+    return numbers
+
+
+def clean_path(raw: dict) -> str:
+    path = str(raw.get("path") or "/")
+    if not path.startswith("/") or any(c.isspace() for c in path) or len(path) > 500:
+        raise ValueError("path must start with / and contain no spaces.")
+    return path
+
+
+def validate_load(raw: dict) -> dict:
+    params = {"scheme": str(raw.get("scheme", "https")), "requests": positive(raw, "requests", 100),
+              "concurrency": positive(raw, "concurrency", 1), "keepalive": bool(raw.get("keepalive", False)),
+              "path": clean_path(raw), "timeout_s": float(raw.get("timeout_s", 10))}
+    if params["scheme"] not in ("http", "https"):
+        raise ValueError("scheme must be http or https.")
+    if params["concurrency"] > params["requests"]:
+        raise ValueError("concurrency cannot exceed the number of requests (as with ab).")
+    if not 0.5 <= params["timeout_s"] <= 60:
+        raise ValueError("timeout_s must be between 0.5 and 60 seconds.")
+    return params
+
+
+def validate_sweep(raw: dict) -> dict:
+    modes = raw.get("modes") or ["new"]
+    modes = [modes] if isinstance(modes, str) else list(modes)
+    if not set(modes) <= {"new", "keepalive"}:
+        raise ValueError("modes must be new and/or keepalive.")
+    params = {"levels": int_list(raw, "levels", DEFAULT_LEVELS), "requests": positive(raw, "requests", 500),
+              "modes": [m for m in ("new", "keepalive") if m in modes], "path": clean_path(raw)}
+    if params["levels"][-1] > params["requests"]:
+        raise ValueError("each level's concurrency cannot exceed the requests per level.")
+    return params
+
+
+def validate_handshakes(raw: dict) -> dict:
+    versions = raw.get("versions") or ["1.2", "1.3"]
+    versions = [versions] if isinstance(versions, str) else list(versions)
+    if not versions or not set(versions) <= {"1.2", "1.3"}:
+        raise ValueError("versions must be 1.2 and/or 1.3.")
+    suites = raw.get("suites") or []
+    return {"versions": [v for v in ("1.2", "1.3") if v in versions],
+            "agents_levels": int_list(raw, "agents_levels", DEFAULT_AGENTS_LEVELS),
+            "per_agent": positive(raw, "per_agent", 10), "resume": bool(raw.get("resume", False)),
+            "suites": [str(s) for s in suites]}
+
+
+VALIDATORS = {PerfRun.Kind.LOAD: validate_load, PerfRun.Kind.SWEEP: validate_sweep,
+              PerfRun.Kind.HANDSHAKES: validate_handshakes}
+
+
+# --- refusals ----------------------------------------------------------------------------
+
+def check_caps(kind: str, params: dict, limits: LoadLimits) -> None:
+    """Each refusal names the cap and the organization's value."""
+    org = limits.organization.name
+    concurrency, per_run = peak_concurrency(kind, params), requests_per_step(kind, params)
+    if concurrency > limits.max_concurrency:
+        raise RunRefused("cap_concurrency", f"Concurrency {concurrency} is above {org}'s maximum concurrency of "
+                                            f"{limits.max_concurrency} connections.")
+    if per_run > limits.max_requests_per_run:
+        what = "handshakes per cell" if kind == PerfRun.Kind.HANDSHAKES else "requests per run"
+        raise RunRefused("cap_requests", f"{per_run} {what} is above {org}'s maximum of "
+                                         f"{limits.max_requests_per_run} requests per run.")
+    since = timezone.now() - timedelta(days=1)
+    today = PerfRun.objects.filter(organization=limits.organization, created_at__gte=since).count()
+    if today >= limits.runs_per_day:
+        raise RunRefused("cap_runs_per_day", f"{org} already started {today} runs in the last 24 hours: the maximum "
+                                             f"is {limits.runs_per_day} runs per day.")
+
+
+def peak_concurrency(kind: str, params: dict) -> int:
+    if kind == PerfRun.Kind.LOAD:
+        return params["concurrency"]
+    if kind == PerfRun.Kind.SWEEP:
+        return max(params["levels"])
+    return max(params["agents_levels"])
+
+
+def requests_per_step(kind: str, params: dict) -> int:
+    if kind == PerfRun.Kind.HANDSHAKES:
+        return max(params["agents_levels"]) * params["per_agent"]
+    return params["requests"]
+
+
+def ensure_verified(site) -> None:
+    """Refuse unless the owner proved control; a proof older than VERIFICATION_MAX_AGE_DAYS is re-checked."""
+    verification = proofs.verification_for(site)
+    if verification.is_verified and verification.is_stale:
+        verification = proofs.check_now(site, verification.method or None)
+        if not verification.is_verified:
+            raise RunRefused("unverified", f"{site.label}'s ownership proof expired and the re-check failed: "
+                                           f"{verification.last_error}")
+    if not verification.is_verified:
+        raise RunRefused("unverified", f"{site.label} is not verified: load tests and handshake runs only go to sites "
+                                       "whose owner proved control. Serve the verification file or add the DNS "
+                                       "TXT record, then press \"Check now\" on the verification page.")
+
+
+def queue_run(site, kind: str, raw_params: dict, *, user=None) -> PerfRun:
+    """Check everything, then create the queued run and send it on commit (or RunRefused)."""
+    params = validate_params(kind, raw_params)
+    ensure_verified(site)
+    with transaction.atomic():
+        limits = LoadLimits.objects.select_for_update().get(pk=LoadLimits.for_org(site.organization).pk)
+        check_caps(kind, params, limits)
+        if PerfRun.objects.filter(site=site, status__in=ACTIVE).exists():
+            raise RunRefused("busy", f"A run against {site.label} is already queued or running: stop it or wait "
+                                     "for it to finish (one run per site at a time).")
+        run = PerfRun.objects.create(site=site, organization_id=site.organization_id, kind=kind, params=params,
+                                     requested_by=user if user and user.is_authenticated else None,
+                                     host=site.hostname)
+        transaction.on_commit(lambda: send(run.pk))
+    return run
+
+
+def send(run_id: int) -> None:
+    from workers.celery import app
+
+    app.send_task(START_TASK, args=[run_id])
+
+
+# --- the run on the worker ---------------------------------------------------------------
+
+def claim(run_id: int, ip: str, steps: list[dict], max_duration_s: int) -> bool:
+    """One atomic UPDATE: whoever flips queued -> running owns the run."""
+    now = timezone.now()
+    return PerfRun.objects.filter(pk=run_id, status=PerfRun.Status.QUEUED, cancel_requested=False).update(
+        status=PerfRun.Status.RUNNING, started_at=now, deadline_at=now + timedelta(seconds=max_duration_s), ip=ip,
+        progress={"steps": [{"label": s["label"], "status": "pending"} for s in steps], "current": 0},
+        work_done=0, work_total=sum(s["work"] for s in steps)) == 1
+
+
+def mark_step(run_id: int, index: int, status: str) -> None:
+    with transaction.atomic():
+        run = PerfRun.objects.select_for_update().get(pk=run_id)
+        if index < len(run.progress.get("steps", [])):
+            run.progress["steps"][index]["status"] = status
+            run.progress["current"] = index
+            run.save(update_fields=["progress"])
+
+
+def add_work(run_id: int, amount: int) -> None:
+    if amount:
+        PerfRun.objects.filter(pk=run_id).update(work_done=F("work_done") + amount)
+
+
+def store_step(run_id: int, entry: dict) -> PerfRun:
+    with transaction.atomic():
+        run = PerfRun.objects.select_for_update().get(pk=run_id)
+        run.results = [*run.results, entry]
+        run.progress["steps"][entry["step"]]["status"] = "done"
+        run.save(update_fields=["results", "progress"])
+    return run
+
+
+def finish(run: PerfRun, status: str, code: str = "", message: str = "") -> PerfRun:
+    """End the run (once): summary of whatever steps finished, status, error."""
+    run.refresh_from_db()
+    summary = summarise(run)
+    PerfRun.objects.filter(pk=run.pk, status__in=ACTIVE).update(
+        status=status, finished_at=timezone.now(), summary=summary, error_code=code, error_message=message)
+    run.refresh_from_db()
+    return run
+
+
+def fail(run: PerfRun, code: str, message: str) -> PerfRun:
+    return finish(run, PerfRun.Status.FAILED, code, message)
+
+
+def summarise(run: PerfRun) -> dict:
+    """Overhead per level and averages (sweeps), TLS 1.2 vs 1.3 (handshakes): re-derivable from results."""
+    if run.kind == PerfRun.Kind.SWEEP:
+        return sweep_summary(run.results)
+    if run.kind == PerfRun.Kind.HANDSHAKES:
+        from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
+
+        cells = [entry["result"] for entry in run.results]
+        return {"versions": compare_versions(cells), "resumption": compare_resumption(cells)}
+    return {}
+
+
+def sweep_summary(results: list[dict]) -> dict:
+    """Per mode: abstats' rows (overhead % per level) and averages, for levels where both HTTP and HTTPS ran."""
+    from tlsaudit.domain import abstats
+
+    reports = {(e["mode"], e["level"], e["scheme"]): e["report"] for e in results}
+    summary = {}
+    for mode in ("new", "keepalive"):
+        levels = [{"concurrency": level, "http": reports[(mode, level, "http")],
+                   "https": reports[(mode, level, "https")]}
+                  for (m, level, scheme) in sorted(reports) if m == mode and scheme == "http"
+                  and (mode, level, "https") in reports]
+        if levels:
+            summary[mode] = abstats.sweep_summary(levels)
+    return summary
+
+
+# --- stop --------------------------------------------------------------------------------
+
+def request_stop(run: PerfRun) -> PerfRun:
+    """Set the flag agents poll; a run no worker has picked up yet ends at once."""
+    PerfRun.objects.filter(pk=run.pk, status__in=ACTIVE).update(cancel_requested=True)
+    PerfRun.objects.filter(pk=run.pk, status=PerfRun.Status.QUEUED).update(
+        status=PerfRun.Status.CANCELLED, finished_at=timezone.now(), error_code="cancelled",
+        error_message="Stopped before it started.")
+    run.refresh_from_db()
+    return run
+
+
+def is_cancel_requested(run_id: int) -> bool:
+    return PerfRun.objects.filter(pk=run_id, cancel_requested=True).exists()
+
+
+class AgentMonitor:
+    """The engines' `cancel=` and `on_progress=` for one agent, without database calls in their
+    threads (the load engine calls back from inside its event loop, where Django refuses queries).
+
+    A helper thread reads the row's stop flag and adds the newly finished work to `work_done`
+    every CANCEL_POLL_S; `cancel()` is True once the flag is set or the run's deadline passed.
+    Use as a context manager around the engine call.
+    """
+
+    def __init__(self, run_id: int, deadline=None):
+        self.run_id = run_id
+        self.deadline = deadline
+        self.cancelled = False
+        self.done = 0
+        self.reported = 0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.poll, name=f"perf-monitor-{run_id}", daemon=True)
+
+    def __enter__(self) -> "AgentMonitor":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join(5)
+
+    def cancel(self) -> bool:
+        return self.cancelled
+
+    def on_progress(self, done: int, total: int) -> None:
+        self.done = done
+
+    def poll(self) -> None:
+        try:
+            while True:
+                self.check()
+                if self.stopped.wait(CANCEL_POLL_S):
+                    self.check()
+                    return
+        finally:
+            connection.close()  # this thread's own connection
+
+    def check(self) -> None:
+        done = self.done
+        add_work(self.run_id, done - self.reported)
+        self.reported = done
+        past_deadline = self.deadline is not None and timezone.now() >= self.deadline
+        self.cancelled = self.cancelled or past_deadline or is_cancel_requested(self.run_id)
+
+
+# --- housekeeping ------------------------------------------------------------------------------
+
+ABANDON_MARGIN_S = 120
+
+
+def reap_abandoned_runs(now=None) -> int:
+    """Runs still 'running' well past their deadline lost their worker mid-chord: end them as
+    failed (keeping the steps that finished) and free their target locks."""
+    from workers.tasks.load import release_locks  # the target locks live with the task
+
+    now = now or timezone.now()
+    stale = PerfRun.objects.filter(status=PerfRun.Status.RUNNING,
+                                   deadline_at__lt=now - timedelta(seconds=ABANDON_MARGIN_S))
+    count = 0
+    for run in stale:
+        fail(run, "worker_lost", "The run was interrupted (its worker stopped); the steps that finished are kept.")
+        release_locks(run, run.ip)
+        count += 1
+    return count

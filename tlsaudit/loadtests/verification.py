@@ -1,0 +1,211 @@
+"""Proof of control before we send load: a file on the site or a DNS TXT record.
+
+HTTP file: `http(s)://<host>/.well-known/tlsaudit-<token>.txt` whose body contains the token,
+fetched from the address the load would go to (the pinned IP, or the SSRF-checked resolution),
+HTTP first then HTTPS, short timeouts, at most 4 KB, redirects only within the same host.
+DNS: a TXT record `_tlsaudit.<host>` containing `tlsaudit-verification=<token>`, asked of
+settings.DNS_RESOLVER (or the system's resolver).
+
+Checks return a `CheckResult`; `check_now` saves the outcome on the SiteVerification row.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import ssl
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.utils import timezone
+
+from tlsaudit.loadtests.models import SiteVerification
+
+HTTP_TIMEOUT_S = 5.0
+DNS_TIMEOUT_S = 5.0
+MAX_BODY_BYTES = 4096
+MAX_REDIRECTS = 3
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    ok: bool
+    method: str
+    message: str   # for the site owner: what we found, or what to fix
+
+
+class FetchError(Exception):
+    pass
+
+
+def verification_for(site) -> SiteVerification:
+    verification, _ = SiteVerification.objects.get_or_create(site=site)
+    verification.site = site
+    return verification
+
+
+def check_now(site, method: str | None = None) -> SiteVerification:
+    """Run the asked check (or the file, then DNS) and save the outcome: a failed re-check
+    withdraws an earlier verification."""
+    verification = verification_for(site)
+    methods = [method] if method else [SiteVerification.Method.HTTP, SiteVerification.Method.DNS]
+    results = [CHECKS[m](site, verification) for m in methods]
+    passed = next((r for r in results if r.ok), None)
+    now = timezone.now()
+    verification.last_checked_at = now
+    if passed:
+        verification.method = passed.method
+        verification.verified_at = now
+        verification.last_error = ""
+    else:
+        verification.verified_at = None
+        verification.last_error = " ".join(r.message for r in results)
+    verification.save(update_fields=["method", "verified_at", "last_checked_at", "last_error"])
+    return verification
+
+
+# --- HTTP file ---------------------------------------------------------------------------
+
+def check_http_file(site, verification: SiteVerification) -> CheckResult:
+    try:
+        ip = resolve_site_ip(site, site.http_port)
+    except FetchError as exc:
+        return CheckResult(False, "http", f"HTTP file: {exc}")
+    problems = []
+    for scheme, port in (("http", site.http_port), ("https", site.https_port)):
+        url = f"{scheme}://{host_port(site.hostname, port, scheme)}{verification.file_path}"
+        try:
+            body = fetch(site, ip, url)
+        except FetchError as exc:
+            problems.append(f"{url}: {exc}")
+            continue
+        if verification.token in body:
+            return CheckResult(True, "http", f"Found the token at {url}.")
+        problems.append(f"{url} answered, but its content does not contain the token {verification.token}.")
+    return CheckResult(False, "http", "HTTP file: " + " ".join(problems))
+
+
+def resolve_site_ip(site, port: int) -> str:
+    from workers.tls.errors import TargetError
+    from workers.tls.target import resolve_target
+
+    try:
+        return resolve_target(site.hostname, port, pinned_ip=site.pinned_ip,
+                              allow_private=settings.ALLOW_PRIVATE_TARGETS, timeout=HTTP_TIMEOUT_S).ip
+    except TargetError as exc:
+        raise FetchError(exc.message) from exc
+
+
+def host_port(host: str, port: int, scheme: str) -> str:
+    default = 80 if scheme == "http" else 443
+    return host if port == default else f"{host}:{port}"
+
+
+def fetch(site, ip: str, url: str) -> str:
+    """GET url from `ip`, following at most MAX_REDIRECTS redirects that stay on the site's host
+    and ports; the body as text (at most MAX_BODY_BYTES), or FetchError saying why not."""
+    allowed_ports = {site.http_port, site.https_port}
+    for _ in range(MAX_REDIRECTS + 1):
+        parts = urlsplit(url)
+        status, location, body = get_once(parts.scheme, site.hostname, ip, parts.port or default_port(parts.scheme),
+                                          parts.path)
+        if status in (301, 302, 303, 307, 308):
+            target = urlsplit(location or "")
+            next_url = location if target.scheme else f"{parts.scheme}://{parts.netloc}{location}"
+            target = urlsplit(next_url)
+            port = target.port or default_port(target.scheme)
+            if (target.hostname or "").lower() != site.hostname.lower() or port not in allowed_ports \
+                    or target.scheme not in ("http", "https"):
+                raise FetchError(f"redirects to {location}, another host: the file must be served by the site "
+                                 "itself (redirects are followed only within the same host).")
+            url = next_url
+            continue
+        if status != 200:
+            raise FetchError(f"answered HTTP {status} (expected 200 with the token).")
+        return body
+    raise FetchError(f"more than {MAX_REDIRECTS} redirects.")
+
+
+def default_port(scheme: str) -> int:
+    return 443 if scheme == "https" else 80
+
+
+def get_once(scheme: str, host: str, ip: str, port: int, path: str) -> tuple[int, str, str]:
+    connection = PinnedConnection(scheme, host, ip, port)
+    try:
+        connection.request("GET", path or "/", headers={
+            "Host": host_port(host, port, scheme), "User-Agent": "TLS-Audit-verification/1", "Accept": "text/plain"})
+        response = connection.getresponse()
+        length = response.getheader("Content-Length")
+        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            raise FetchError(f"the file is {int(length)} bytes; it must be at most {MAX_BODY_BYTES} bytes.")
+        body = response.read(MAX_BODY_BYTES + 1)
+        if len(body) > MAX_BODY_BYTES:
+            raise FetchError(f"the file is larger than {MAX_BODY_BYTES} bytes; it must contain only the token.")
+        return response.status, response.getheader("Location", ""), body.decode("utf-8", "replace")
+    except socket.timeout:
+        raise FetchError(f"no answer within {HTTP_TIMEOUT_S:g} s.") from None
+    except ConnectionRefusedError:
+        raise FetchError(f"connection refused on port {port}.") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise FetchError(f"could not be fetched ({exc.__class__.__name__}: {exc}).") from None
+    finally:
+        connection.close()
+
+
+class PinnedConnection(http.client.HTTPConnection):
+    """Connect to `ip` (never resolving `host` again); for https, SNI is `host`. Certificates are
+    not checked: the proof is serving the token from the address we will load, not trust."""
+
+    def __init__(self, scheme: str, host: str, ip: str, port: int):
+        super().__init__(ip, port, timeout=HTTP_TIMEOUT_S)
+        self.scheme = scheme
+        self.server_name = host
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        if self.scheme == "https":
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            sock = context.wrap_socket(sock, server_hostname=self.server_name)
+        self.sock = sock
+
+
+# --- DNS TXT -----------------------------------------------------------------------------
+
+def check_dns_txt(site, verification: SiteVerification) -> CheckResult:
+    import dns.exception
+    import dns.resolver
+
+    name = verification.txt_name
+    try:
+        answer = dns_resolver().resolve(name, "TXT", lifetime=DNS_TIMEOUT_S)
+    except dns.resolver.NXDOMAIN:
+        return CheckResult(False, "dns", f"DNS: {name} does not exist (add the TXT record).")
+    except dns.resolver.NoAnswer:
+        return CheckResult(False, "dns", f"DNS: {name} has no TXT record.")
+    except dns.exception.Timeout:
+        return CheckResult(False, "dns", f"DNS: no answer for {name} within {DNS_TIMEOUT_S:g} s.")
+    except dns.exception.DNSException as exc:
+        return CheckResult(False, "dns", f"DNS: the lookup of {name} failed ({exc}).")
+    values = [b"".join(record.strings).decode("utf-8", "replace") for record in answer]
+    if any(verification.txt_value in value for value in values):
+        return CheckResult(True, "dns", f"Found {verification.txt_value} in the TXT record {name}.")
+    found = "; ".join(values)[:200]
+    return CheckResult(False, "dns", f"DNS: {name} has TXT \"{found}\" but not {verification.txt_value}.")
+
+
+def dns_resolver():
+    import dns.resolver
+
+    if settings.DNS_RESOLVER is None:
+        return dns.resolver.Resolver()
+    resolver = dns.resolver.Resolver(configure=False)
+    resolver.nameservers = [settings.DNS_RESOLVER[0]]
+    resolver.port = settings.DNS_RESOLVER[1]
+    return resolver
+
+
+CHECKS = {SiteVerification.Method.HTTP: check_http_file, SiteVerification.Method.DNS: check_dns_txt}

@@ -1,0 +1,128 @@
+"""The site's Performance tab: ownership proof, run forms, live progress, results, CSV.
+
+Every view finds the site through site_for(): other organizations get 404, viewers see results
+but get 403 on anything that starts, stops or checks.
+"""
+
+import csv
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.domain import roles
+from tlsaudit.loadtests import presets, services
+from tlsaudit.loadtests import verification as proofs
+from tlsaudit.loadtests.models import LoadLimits, PerfRun
+from tlsaudit.loadtests.presenters import csv_tables, present_run
+from tlsaudit.sites.views import site_for
+
+RUN_ACTION = "run_audits"
+
+
+def overview_context(org, site, **extra) -> dict:
+    limits = LoadLimits.for_org(org)
+    return {"org": org, "site": site, "verification": proofs.verification_for(site), "limits": limits,
+            "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
+            "runs": list(site.perf_runs.select_related("requested_by")[:20]),
+            "active": site.perf_runs.filter(status__in=services.ACTIVE).first(), **extra}
+
+
+@login_required
+def perf_overview(request, org, pk):
+    org, site = site_for(request, org, pk)
+    return render(request, "loadtests/overview.html", overview_context(org, site))
+
+
+@login_required
+def verification_page(request, org, pk):
+    org, site = site_for(request, org, pk)
+    return render(request, "loadtests/verification.html", {
+        "org": org, "site": site, "verification": proofs.verification_for(site),
+        "can_run": roles.can(org.role, RUN_ACTION)})
+
+
+@login_required
+@require_POST
+def verification_check(request, org, pk):
+    org, site = site_for(request, org, pk, RUN_ACTION)
+    method = request.POST.get("method") or None
+    if method not in (None, "http", "dns"):
+        method = None
+    verification = proofs.check_now(site, method)
+    context = {"org": org, "site": site, "verification": verification, "can_run": True}
+    if request.htmx:
+        return render(request, "loadtests/verification.html#verification-state", context)
+    if verification.is_verified:
+        messages.success(request, f"{site.label} is verified.")
+    else:
+        messages.error(request, f"Not verified yet: {verification.last_error}")
+    return redirect("loadtests:verification", org.slug, site.pk)
+
+
+@login_required
+@require_POST
+def run_start(request, org, pk):
+    org, site = site_for(request, org, pk, RUN_ACTION)
+    kind = request.POST.get("kind", "")
+    if kind not in PerfRun.Kind.values:
+        raise Http404("No such kind of run.")
+    try:
+        run = services.queue_run(site, kind, params_from_post(kind, request.POST), user=request.user)
+    except services.RunRefused as refusal:
+        return render(request, "loadtests/overview.html",
+                      overview_context(org, site, refusal=refusal), status=400)
+    return redirect(run)
+
+
+def params_from_post(kind: str, post) -> dict:
+    """Form fields to the raw params services.validate_params checks (the API sends the same dict)."""
+    fields = {
+        "load": {"scheme": post.get("scheme", "https"), "requests": post.get("requests", 100),
+                 "concurrency": post.get("concurrency", 1), "keepalive": post.get("keepalive") == "on",
+                 "path": post.get("path", "/"), "timeout_s": post.get("timeout_s") or 10},
+        "sweep": {"levels": post.get("levels", ""), "requests": post.get("requests", 500),
+                  "modes": post.getlist("modes") or ["new"], "path": post.get("path", "/")},
+        "handshakes": {"versions": post.getlist("versions") or ["1.2", "1.3"],
+                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", 10),
+                       "resume": post.get("resume") == "on"},
+    }
+    return fields[kind]
+
+
+@login_required
+def run_detail(request, org, pk, run_id):
+    org, site = site_for(request, org, pk)
+    run = get_object_or_404(PerfRun, site=site, pk=run_id)
+    context = {"org": org, "site": site, "run": run, "can_run": roles.can(org.role, RUN_ACTION),
+               **present_run(run)}
+    template = "loadtests/run.html#run-body" if request.htmx else "loadtests/run.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def run_stop(request, org, pk, run_id):
+    org, site = site_for(request, org, pk, RUN_ACTION)
+    run = services.request_stop(get_object_or_404(PerfRun, site=site, pk=run_id))
+    if not run.is_finished:
+        messages.info(request, "Stopping: the agents stop within a few seconds.")
+    return redirect(run)
+
+
+@login_required
+def run_csv(request, org, pk, run_id, table):
+    org, site = site_for(request, org, pk)
+    run = get_object_or_404(PerfRun, site=site, pk=run_id)
+    tables = csv_tables(run)
+    if table not in tables:
+        raise Http404("No such table.")
+    header, rows = tables[table]
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{table}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return response

@@ -1,0 +1,539 @@
+"""Time TLS handshakes: `agents` concurrent blocking clients, each doing `per_agent` handshakes.
+
+Blocking threads, not asyncio: `_ssl` releases the GIL in SSL_do_handshake, there is no event-loop
+lag in the TCP time, and only a blocking socket can pass `session=` for resumption (notes §4).
+Every connection is checked (version, suite, resumed or not); a sample that is not what was asked
+for is dropped and counted under `flagged`, never mixed in. Results are plain dicts (see
+`run_handshakes`); histograms are encoded HdrHistograms in µs that merge exactly across agents.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import replace
+from typing import Callable
+
+from hdrh.histogram import HdrHistogram
+
+from tlsaudit.domain.handshake_stats import histogram_summary
+from workers.load import tls13
+from workers.load.spec import HISTOGRAM_DIGITS, HISTOGRAM_RANGE_US, HandshakeSpec
+
+VERSIONS = {"1.2": (ssl.TLSVersion.TLSv1_2, "TLSv1.2"), "1.3": (ssl.TLSVersion.TLSv1_3, "TLSv1.3")}
+TLS13_STANDARD_SUITES = tls13.TLS13_SUITES
+# IANA -> OpenSSL names of the TLS 1.2 suites worth timing (OpenSSL reports TLS <= 1.2 suites by these).
+TLS12_SUITES = {
+    "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256": "ECDHE-RSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384": "ECDHE-RSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-RSA-CHACHA20-POLY1305",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256": "ECDHE-ECDSA-AES128-GCM-SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384": "ECDHE-ECDSA-AES256-GCM-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256": "ECDHE-ECDSA-CHACHA20-POLY1305",
+    "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256": "DHE-RSA-AES128-GCM-SHA256",
+    "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384": "DHE-RSA-AES256-GCM-SHA384",
+    "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256": "DHE-RSA-CHACHA20-POLY1305",
+    "TLS_RSA_WITH_AES_128_GCM_SHA256": "AES128-GCM-SHA256",
+    "TLS_RSA_WITH_AES_256_GCM_SHA384": "AES256-GCM-SHA384",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA": "ECDHE-RSA-AES128-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA": "ECDHE-RSA-AES256-SHA",
+    "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256": "ECDHE-RSA-AES128-SHA256",
+    "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384": "ECDHE-RSA-AES256-SHA384",
+    "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA": "ECDHE-ECDSA-AES128-SHA",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA": "ECDHE-ECDSA-AES256-SHA",
+    "TLS_RSA_WITH_AES_128_CBC_SHA": "AES128-SHA",
+    "TLS_RSA_WITH_AES_256_CBC_SHA": "AES256-SHA",
+}
+OPENSSL_TO_IANA = {v: k for k, v in TLS12_SUITES.items()}
+# What the matrix probes on TLS 1.2 when no suites are given: ECDHE AEAD with either certificate type.
+TLS12_MATRIX_CANDIDATES = tuple(k for k in TLS12_SUITES if k.startswith("TLS_ECDHE_") and "CBC" not in k)
+MATRIX_BATCH = 5          # handshakes per agent per round of the interleaved matrix
+PROGRESS_POLL_S = 0.1
+HTTP_PROBE = "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nUser-Agent: tlsaudit-handshakes\r\n\r\n"
+
+Cancel = Callable[[], bool] | threading.Event | None
+
+
+class HandshakeError(ValueError):
+    """The spec cannot be run as asked (unknown version or suite)."""
+
+
+# --- names -----------------------------------------------------------------------------------------
+
+def suite_version(suite: str) -> str:
+    """"1.3" for TLS 1.3 suite names, "1.2" for everything else (IANA or OpenSSL names)."""
+    return "1.3" if suite in TLS13_STANDARD_SUITES or suite.startswith(("TLS_AES_", "TLS_CHACHA20_")) else "1.2"
+
+
+def iana_name(suite: str) -> str:
+    """The IANA name of `suite` given either naming (OpenSSL reports TLS <= 1.2 suites by OpenSSL name)."""
+    return OPENSSL_TO_IANA.get(suite, suite)
+
+
+def openssl_name(suite: str) -> str:
+    if suite in TLS12_SUITES:
+        return TLS12_SUITES[suite]
+    if suite in OPENSSL_TO_IANA:
+        return suite
+    raise HandshakeError(f"unknown TLS 1.2 cipher suite {suite!r} (give an IANA name such as "
+                         "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or its OpenSSL name)")
+
+
+def check_spec(spec: HandshakeSpec) -> None:
+    if spec.version not in VERSIONS:
+        raise HandshakeError(f"TLS version must be one of {', '.join(VERSIONS)}, got {spec.version!r}")
+    if spec.suite is not None and suite_version(spec.suite) != spec.version:
+        raise HandshakeError(f"{spec.suite} is not a TLS {spec.version} cipher suite")
+    if spec.suite is not None and spec.version == "1.2":
+        openssl_name(spec.suite)
+    if spec.agents < 1 or spec.per_agent < 1:
+        raise HandshakeError("agents and per_agent must be at least 1")
+
+
+# --- one context, one connection -----------------------------------------------------------------
+
+def build_context(spec: HandshakeSpec, *, tls13_via_ctypes: bool = True) -> ssl.SSLContext:
+    """A client context forcing spec.version (min = max) and spec.suite; tickets off unless resuming."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # timing, not trust, is measured (like ab)
+    ctx.minimum_version = ctx.maximum_version = VERSIONS[spec.version][0]
+    if not spec.resume:
+        ctx.options |= ssl.OP_NO_TICKET
+    if spec.suite and spec.version == "1.2":
+        ctx.set_ciphers(openssl_name(spec.suite))
+    elif spec.suite and tls13_via_ctypes:
+        tls13.set_tls13_suites(ctx, spec.suite)
+    return ctx
+
+
+def server_name(host: str) -> str | None:
+    """SNI is a DNS name; none for IP literals (as every client does)."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return None
+    except ValueError:
+        return host
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short, stable key for the failures dict."""
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return "timeout"
+    if isinstance(exc, ssl.SSLError):
+        reason = (exc.reason or exc.__class__.__name__).lower().replace("sslv3_alert_", "alert ")
+        return f"tls error: {reason.replace('_', ' ')}"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset"
+    if isinstance(exc, OSError) and exc.errno:
+        return f"network error: {errno.errorcode.get(exc.errno, exc.errno)}"
+    return f"error: {exc.__class__.__name__}"
+
+
+def mismatch(tls: ssl.SSLSocket, spec: HandshakeSpec, want_resumed: bool) -> str | None:
+    """Why this connection is not the handshake that was asked for (None when it is)."""
+    version = tls.version()
+    if version != VERSIONS[spec.version][1]:
+        return f"version {version} instead of {VERSIONS[spec.version][1]}"
+    if spec.suite and iana_name(tls.cipher()[0]) != spec.suite and tls.cipher()[0] != spec.suite:
+        return f"suite {tls.cipher()[0]} instead of {spec.suite}"
+    if tls.session_reused and not want_resumed:
+        return "session resumed (a full handshake was asked for)"
+    if want_resumed and not tls.session_reused:
+        return "not resumed (full handshake)"
+    return None
+
+
+def send_probe(tls: ssl.SSLSocket, host: str) -> None:
+    """A tiny HTTP request after the timed handshake: makes the server log the connection, and
+    reads the TLS 1.3 session tickets (they arrive after the handshake)."""
+    tls.sendall(HTTP_PROBE.format(host=host).encode("ascii"))
+    while tls.recv(65536):
+        pass
+
+
+class Agent:
+    """One client thread: `count` handshakes, samples kept in lists (merged into histograms later)."""
+
+    def __init__(self, spec: HandshakeSpec, ctx: ssl.SSLContext, stop: threading.Event, http_probe: bool):
+        self.spec, self.ctx, self.stop, self.http_probe = spec, ctx, stop, http_probe
+        self.address = (spec.ip or spec.host, spec.port)
+        self.sni = server_name(spec.host)
+        self.tcp_us: list[int] = []
+        self.tls_us: list[int] = []
+        self.failures: Counter = Counter()
+        self.flagged: Counter = Counter()
+        self.suites: Counter = Counter()
+        self.resumption = None     # resumed mode: "supported" | "unsupported" | None (not learned)
+        self.done = 0              # attempts finished (for progress)
+        self.finished_at = 0.0
+        self.timed_from = 0.0
+
+    def run(self, go: threading.Event) -> None:
+        go.wait()
+        self.timed_from = time.perf_counter()
+        try:
+            self.run_all()
+        except Exception as exc:  # a bug must show in the result, not vanish with the thread
+            self.failures[f"internal error: {exc.__class__.__name__}: {exc}"] += 1
+        finally:
+            self.finished_at = time.perf_counter()
+
+    def run_all(self) -> None:
+        if self.spec.resume:
+            self.run_resumed()
+        else:
+            for _ in range(self.spec.per_agent):
+                if self.stop.is_set():
+                    return
+                self.attempt(session=None, want_resumed=False)
+
+    def run_resumed(self) -> None:
+        """1. one full handshake (not timed) for a session; 2. resume it on every following connection;
+        3. the first connection that is not resumed ends the agent: the server does not resume."""
+        session = self.prime()
+        self.timed_from = time.perf_counter()  # the priming handshake is not in the wall time
+        if session is None:
+            return
+        for _ in range(self.spec.per_agent):
+            if self.stop.is_set():
+                return
+            outcome = self.attempt(session=session, want_resumed=True)
+            if outcome == "mismatch":
+                self.resumption = self.resumption or "unsupported"
+                return
+            if outcome == "ok":
+                self.resumption = "supported"
+
+    def prime(self) -> ssl.SSLSession | None:
+        try:
+            with socket.create_connection(self.address, timeout=self.spec.timeout_s) as raw, \
+                    self.ctx.wrap_socket(raw, server_hostname=self.sni) as tls:
+                send_probe(tls, self.spec.host)  # also collects TLS 1.3 tickets
+                reason = mismatch(tls, self.spec, want_resumed=False)
+                if reason:
+                    self.flagged[f"first handshake: {reason}"] += 1
+                    return None
+                session = tls.session
+        except (OSError, ssl.SSLError) as exc:
+            self.failures[failure_reason(exc)] += 1
+            return None
+        if session is None or not (session.has_ticket or session.id):
+            self.resumption = "unsupported"
+            return None
+        return session
+
+    def attempt(self, session, want_resumed: bool) -> str:
+        """One timed connection: "ok", "failed" or "mismatch" (flagged and dropped)."""
+        raw = tls = None
+        try:
+            t0 = time.perf_counter_ns()
+            raw = socket.create_connection(self.address, timeout=self.spec.timeout_s)
+            t1 = time.perf_counter_ns()
+            tls = self.ctx.wrap_socket(raw, server_hostname=self.sni, session=session)
+            t2 = time.perf_counter_ns()
+            reason = mismatch(tls, self.spec, want_resumed)
+            negotiated = iana_name(tls.cipher()[0])
+            if self.http_probe:
+                send_probe(tls, self.spec.host)
+        except (OSError, ssl.SSLError) as exc:
+            self.failures[failure_reason(exc)] += 1
+            return "failed"
+        finally:
+            close_quietly(tls or raw)
+            self.done += 1
+        if reason:
+            self.flagged[reason] += 1
+            return "mismatch"
+        self.tcp_us.append(max(1, (t1 - t0) // 1000))
+        self.tls_us.append(max(1, (t2 - t1) // 1000))
+        self.suites[negotiated] += 1
+        return "ok"
+
+
+def close_quietly(sock: socket.socket | None) -> None:
+    if sock is not None:
+        sock.close()
+
+
+# --- a run -----------------------------------------------------------------------------------------
+
+def new_histogram() -> HdrHistogram:
+    return HdrHistogram(HISTOGRAM_RANGE_US[0], HISTOGRAM_RANGE_US[1], HISTOGRAM_DIGITS)
+
+
+def is_cancelled(cancel: Cancel) -> bool:
+    if cancel is None:
+        return False
+    return cancel.is_set() if isinstance(cancel, threading.Event) else bool(cancel())
+
+
+def run_handshakes(spec: HandshakeSpec, *, cancel: Cancel = None, on_progress=None,
+                   http_probe: bool = False) -> dict:
+    """Run spec.agents threads x spec.per_agent handshakes against spec.ip (or host):spec.port.
+
+    `cancel`: an Event or a callable polled every 0.1 s (agents stop after their current handshake).
+    `on_progress(done, total)`: called from the calling thread. `http_probe`: send one tiny HTTP
+    request after each timed handshake (verification: nginx logs only requests).
+    Returns: version, suite (negotiated, IANA), requested_suite, mode ("full"|"resumed"), resumption,
+    agents, per_agent, count, failures {reason: n}, flagged {reason: n}, histograms {"tls","tcp"},
+    mean_ms, sd_ms, p50_ms, p95_ms, p99_ms, tcp_mean_ms, handshakes_per_s, wall_s, cancelled, method.
+    """
+    check_spec(spec)
+    if spec.version == "1.3" and spec.suite and not tls13.ctypes_path_available():
+        return run_in_subprocess(spec, cancel=cancel, http_probe=http_probe)
+    return run_agents(spec, build_context(spec), cancel, on_progress, http_probe)
+
+
+def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_progress, http_probe: bool,
+               method: str = "ctypes") -> dict:
+    stop, go = threading.Event(), threading.Event()
+    agents = [Agent(spec, ctx, stop, http_probe) for _ in range(spec.agents)]
+    threads = [threading.Thread(target=a.run, args=(go,), name=f"handshake-agent-{i}", daemon=True)
+               for i, a in enumerate(agents)]
+    for t in threads:
+        t.start()
+    total, reported = spec.agents * spec.per_agent, -1
+    go.set()  # all agents start together: thread start-up is not in the wall time
+    for t in threads:
+        while t.is_alive():
+            t.join(PROGRESS_POLL_S)
+            if is_cancelled(cancel):
+                stop.set()
+            done = sum(a.done for a in agents)
+            if on_progress is not None and done != reported:
+                reported = done
+                on_progress(done, total)
+    wall_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
+    return collect(spec, agents, wall_s, stop.is_set(), method)
+
+
+def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: bool, method: str) -> dict:
+    tls_h, tcp_h = new_histogram(), new_histogram()
+    failures, flagged, suites = Counter(), Counter(), Counter()
+    for a in agents:
+        for v in a.tls_us:
+            tls_h.record_value(v)
+        for v in a.tcp_us:
+            tcp_h.record_value(v)
+        failures.update(a.failures)
+        flagged.update(a.flagged)
+        suites.update(a.suites)
+    result = {
+        "host": spec.host, "port": spec.port, "ip": spec.ip,
+        "version": spec.version, "requested_suite": spec.suite,
+        "suite": suites.most_common(1)[0][0] if suites else None,
+        "mode": "resumed" if spec.resume else "full",
+        "resumption": (verdict := resumption_verdict(spec, agents)),
+        "resumption_note": RESUMPTION_NOTES.get(verdict),
+        "agents": spec.agents, "per_agent": spec.per_agent,
+        "failures": dict(failures), "flagged": dict(flagged),
+        "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
+        "wall_s": round(wall_s, 6), "cancelled": cancelled, "method": method,
+    }
+    return summarise(result)
+
+
+RESUMPTION_NOTES = {
+    "unsupported": "The server did not resume the session (no session cache and no tickets): "
+                   "resumed handshakes cannot be measured, and no full handshakes were counted instead.",
+    "unknown": "No resumption attempt completed (see failures).",
+}
+
+
+def resumption_verdict(spec: HandshakeSpec, agents: list[Agent]) -> str | None:
+    if not spec.resume:
+        return None
+    verdicts = {a.resumption for a in agents}
+    if "supported" in verdicts:
+        return "supported"
+    return "unsupported" if "unsupported" in verdicts else "unknown"
+
+
+def summarise(result: dict) -> dict:
+    """Fill count/mean/SD/percentiles/hs per s from the histograms (after a run or a merge)."""
+    tls = histogram_summary(result["histograms"]["tls"])
+    tcp = histogram_summary(result["histograms"]["tcp"])
+    result.update(count=tls["count"], mean_ms=tls["mean_ms"], sd_ms=tls["sd_ms"], p50_ms=tls["p50_ms"],
+                  p95_ms=tls["p95_ms"], p99_ms=tls["p99_ms"], tcp_mean_ms=tcp["mean_ms"], tcp_p50_ms=tcp["p50_ms"])
+    result["handshakes_per_s"] = round(tls["count"] / result["wall_s"], 1) if result["wall_s"] > 0 else 0.0
+    return result
+
+
+def merge_handshake_results(results: list[dict], *, sequential: bool = False) -> dict:
+    """Merge results of the same cell: histograms and counters add exactly.
+
+    Default: distributed agents that ran at the same time (agents add up, wall time = the longest).
+    `sequential=True`: rounds of one cell run one after another (per_agent and wall times add up).
+    """
+    if not results:
+        raise ValueError("nothing to merge")
+    first = results[0]
+    tls_h, tcp_h = new_histogram(), new_histogram()
+    failures, flagged = Counter(), Counter()
+    for r in results:
+        tls_h.decode_and_add(r["histograms"]["tls"])
+        tcp_h.decode_and_add(r["histograms"]["tcp"])
+        failures.update(r["failures"])
+        flagged.update(r["flagged"])
+    suites = Counter(r["suite"] for r in results if r.get("suite"))
+    verdicts = {r.get("resumption") for r in results}
+    merged = {
+        **{k: first.get(k) for k in ("host", "port", "ip", "version", "requested_suite", "mode", "method")},
+        "suite": suites.most_common(1)[0][0] if suites else None,
+        "resumption": (verdict := next((v for v in ("supported", "unsupported", "unknown") if v in verdicts), None)),
+        "resumption_note": RESUMPTION_NOTES.get(verdict),
+        "agents": first["agents"] if sequential else sum(r["agents"] for r in results),
+        "per_agent": sum(r["per_agent"] for r in results) if sequential else first["per_agent"],
+        "failures": dict(failures), "flagged": dict(flagged),
+        "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
+        "wall_s": round((sum if sequential else max)(r["wall_s"] for r in results), 6),
+        "cancelled": any(r["cancelled"] for r in results),
+        "merged_from": len(results),
+    }
+    return summarise(merged)
+
+
+# --- fallback: TLS 1.3 suites through OPENSSL_CONF in a child process -----------------------------
+
+def run_in_subprocess(spec: HandshakeSpec, *, cancel: Cancel = None, http_probe: bool = False) -> dict:
+    """Run the spec in `python -m workers.load.handshake` with an OPENSSL_CONF forcing spec.suite."""
+    env = tls13.openssl_conf_env(spec.suite)
+    payload = json.dumps({"spec": spec.to_dict(), "http_probe": http_probe})
+    try:
+        child = subprocess.Popen([sys.executable, "-m", "workers.load.handshake"], env=env, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child.stdin.write(payload)
+        child.stdin.close()
+        deadline = time.monotonic() + spec.timeout_s * (spec.per_agent + 2) + 30
+        while child.poll() is None:
+            if is_cancelled(cancel) or time.monotonic() > deadline:
+                child.terminate()
+            time.sleep(PROGRESS_POLL_S)
+        out, err = child.stdout.read(), child.stderr.read()
+    finally:
+        os.unlink(env["OPENSSL_CONF"])
+    if child.returncode != 0:
+        raise RuntimeError(f"handshake subprocess failed ({child.returncode}): {err[-500:]}")
+    return json.loads(out)
+
+
+def _child_main() -> None:
+    request = json.loads(sys.stdin.read())
+    spec = HandshakeSpec(**request["spec"])
+    ctx = build_context(spec, tls13_via_ctypes=False)  # OPENSSL_CONF already restricts the TLS 1.3 suites
+    json.dump(run_agents(spec, ctx, None, None, request["http_probe"], method="openssl_conf"), sys.stdout)
+
+
+# --- the matrix ------------------------------------------------------------------------------------
+
+def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0) -> dict:
+    """One quick handshake: the result says whether the server negotiated exactly this version and suite."""
+    return run_handshakes(HandshakeSpec(host=host, port=port, ip=ip, version=version, suite=suite,
+                                        agents=1, per_agent=1, timeout_s=timeout_s))
+
+
+def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> tuple[dict[str, list[str]], dict]:
+    """Suites per version, and why a version has none: the given suites (by their version), else TLS 1.3's
+    three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each)."""
+    if suites:
+        chosen = {v: [iana_name(s) for s in suites if suite_version(iana_name(s)) == v] for v in versions}
+        for s in chosen.get("1.2", []):
+            openssl_name(s)
+        return chosen, {v: f"none of the given suites is a TLS {v} suite" for v in versions if not chosen[v]}
+    plan, why_none = {}, {}
+    for v in versions:
+        if v == "1.3":
+            plan[v] = list(TLS13_STANDARD_SUITES)
+            continue
+        probes = {s: probe_suite(host, port, ip, v, s, timeout_s) for s in TLS12_MATRIX_CANDIDATES}
+        plan[v] = [s for s, r in probes.items() if r["count"] == 1]
+        if not plan[v]:
+            seen = Counter()
+            for r in probes.values():
+                seen.update(r["failures"])
+                seen.update(r["flagged"])
+            detail = ", ".join(f"{reason} x{n}" for reason, n in seen.most_common())
+            why_none[v] = f"the server accepted none of the ECDHE AEAD suites over TLS {v} (probes: {detail})"
+    return plan, why_none
+
+
+def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "1.3"), suites=None,
+                     agents_levels=(10, 25, 50), per_agent: int = 10, resume: bool = False,
+                     timeout_s: float = 10.0, cancel: Cancel = None, on_progress=None,
+                     batch: int = MATRIX_BATCH) -> list[dict]:
+    """Every (version, suite, agents) cell, plus full-vs-resumed cells per version when `resume`.
+
+    1. Suites: given, or TLS 1.3's three standard ones and the TLS 1.2 ECDHE AEAD suites the server
+       accepts (one probe handshake each). A version with no usable suite yields one "skipped" cell.
+    2. Cells run interleaved: round r runs `batch` handshakes per agent of every cell in turn, so
+       drift on the machine hits every cell alike; the rounds of a cell are merged exactly.
+    3. With `resume`, each version gets a resumed cell (first suite, first agents level) next to its
+       full cell; a server that does not resume says so (`resumption: "unsupported"`, count 0).
+    Total handshakes = sum over cells of agents x per_agent (+1 priming handshake per agent and round
+    for resumed cells).
+    """
+    for v in versions:
+        if v not in VERSIONS:
+            raise HandshakeError(f"TLS version must be one of {', '.join(VERSIONS)}, got {v!r}")
+    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0))
+    specs, skipped = [], []
+    for v in versions:
+        if not plan.get(v):
+            skipped.append(skipped_cell(host, port, ip, v, why_none[v]))
+            continue
+        for s in plan[v]:
+            specs += [HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=s, agents=a, per_agent=per_agent,
+                                    timeout_s=timeout_s) for a in agents_levels]
+        if resume:
+            specs.append(HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=plan[v][0],
+                                       agents=agents_levels[0], per_agent=per_agent, resume=True,
+                                       timeout_s=timeout_s))
+    return run_interleaved(specs, batch, cancel, on_progress) + skipped
+
+
+def skipped_cell(host, port, ip, version, why) -> dict:
+    return {"host": host, "port": port, "ip": ip, "version": version, "suite": None, "requested_suite": None,
+            "mode": "full", "skipped": why, "count": 0, "failures": {}, "flagged": {}}
+
+
+def run_interleaved(specs: list[HandshakeSpec], batch: int, cancel: Cancel, on_progress) -> list[dict]:
+    rounds: list[list[dict]] = [[] for _ in specs]
+    remaining = [s.per_agent for s in specs]
+    total = sum(s.agents * s.per_agent for s in specs)
+    done = 0
+    while any(remaining) and not is_cancelled(cancel):
+        for i, spec in enumerate(specs):
+            if not remaining[i] or is_cancelled(cancel):
+                continue
+            step = min(batch, remaining[i])
+            result = run_handshakes(replace(spec, per_agent=step), cancel=cancel)
+            rounds[i].append(result)
+            remaining[i] -= step
+            if spec.resume and result["resumption"] == "unsupported":
+                remaining[i] = 0  # the server does not resume: no point in more full handshakes
+            done += spec.agents * step
+            if on_progress is not None:
+                on_progress(done, total)
+    cells = []
+    for spec, results in zip(specs, rounds):
+        cell = merge_handshake_results(results, sequential=True) if results else {
+            **spec.to_dict(), "count": 0, "failures": {}, "flagged": {}, "cancelled": True}
+        cell["cancelled"] = cell.get("cancelled", False) or is_cancelled(cancel)
+        cells.append(cell)
+    return cells
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,0 +1,287 @@
+"""Performance runs as distributed agents: thin glue between the PerfRun row and the load engines.
+
+A run is a list of steps (plans.py) run one after another; each step is a Celery chord: a group
+of `run_agent` tasks (each runs its share of n and c, or of the handshake agents, and returns the
+engine's plain dict with encoded histograms) whose callback `merge_agents` merges them exactly,
+stores the step on the row and sends the next step's chord. All names are under
+`workers.tasks.load.*`, so they run on the `load` queue, on any number of worker hosts.
+"""
+
+import logging
+from contextlib import suppress
+
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+
+from workers.celery import app
+
+log = logging.getLogger(__name__)
+LOCK_WAIT_SECONDS = 5
+LOCK_MARGIN_SECONDS = 120
+
+
+@app.task(name="workers.tasks.load.start_run", bind=True, acks_late=True, max_retries=60)
+def start_run(self, run_id: int) -> str:
+    """1. load the queued run, 2. resolve and check the target, 3. lock its ip:port(s),
+    4. plan the steps, 5. claim the row atomically, 6. send the first step's agents."""
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.models import LoadLimits, PerfRun
+    from workers.tls.errors import TargetError
+    from workers.tls.target import resolve_target
+
+    run = PerfRun.objects.select_related("site__organization").filter(pk=run_id).first()
+    if run is None or run.status != PerfRun.Status.QUEUED:
+        return "skipped"  # deleted with its site, stopped while queued, or another delivery ran it
+    site = run.site
+    try:
+        target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
+                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+    except TargetError as exc:
+        services.fail(run, exc.code, exc.message)
+        return "failed"
+    limits = LoadLimits.for_org(site.organization)
+    if not acquire_locks(run, target.ip, limits.max_duration_s):
+        if self.request.retries >= self.max_retries:
+            services.fail(run, "busy", "Another run against this server did not finish in time; please retry.")
+            return "failed"
+        raise self.retry(countdown=LOCK_WAIT_SECONDS)  # another run against this server is in progress
+    try:
+        steps = plan_steps(run, target.ip)
+    except Exception as exc:  # a probe of the handshake plan failed: a site-owner message, not a crash
+        release_locks(run, target.ip)
+        services.fail(run, "plan_failed", f"Could not prepare the run against {site.display_origin}: {exc}")
+        return "failed"
+    if not services.claim(run_id, target.ip, steps, limits.max_duration_s):
+        release_locks(run, target.ip)
+        return "skipped"
+    save_plan(run_id, steps)
+    dispatch_step(run_id, 0)
+    return "started"
+
+
+def plan_steps(run, ip: str) -> list[dict]:
+    from tlsaudit.loadtests import plans
+
+    site = run.site
+    ports = {"http": site.http_port, "https": site.https_port}
+    if run.kind == "load":
+        return plans.load_steps(run.params, ports)
+    if run.kind == "sweep":
+        return plans.sweep_steps(run.params, ports)
+    from workers.load.handshake import matrix_suites
+
+    suites, why_none = matrix_suites(site.hostname, site.https_port, ip, run.params["versions"],
+                                     run.params["suites"] or None)
+    steps = plans.handshake_steps(run.params, suites)
+    if not steps:
+        raise ValueError("; ".join(f"TLS {v}: {why}" for v, why in why_none.items()))
+    return steps
+
+
+def save_plan(run_id: int, steps: list[dict]) -> None:
+    from tlsaudit.loadtests.models import PerfRun
+
+    run = PerfRun.objects.get(pk=run_id)
+    run.progress = {"steps": [{**step, "status": "pending"} for step in steps], "current": 0}
+    run.save(update_fields=["progress"])
+
+
+def dispatch_step(run_id: int, index: int) -> None:
+    """Send step `index` as a chord of agent tasks, or end the run if it was stopped or ran out of time."""
+    from celery import chord
+
+    from tlsaudit.loadtests import plans, services
+    from tlsaudit.loadtests.models import PerfRun
+
+    run = PerfRun.objects.get(pk=run_id)
+    if ended_early(run):
+        return
+    step = run.progress["steps"][index]
+    shares = plans.agent_shares(step, settings.LOAD_AGENTS)
+    services.mark_step(run_id, index, "running")
+    header = [run_agent.s(run_id, index, share) for share in shares]
+    chord(header)(merge_agents.s(run_id, index).on_error(agent_lost.si(run_id, index)))
+
+
+def ended_early(run) -> bool:
+    """Stopped by the user, or past the organization's max duration: finish the run, say so."""
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.models import LoadLimits, PerfRun
+
+    if run.cancel_requested:
+        services.finish(run, PerfRun.Status.CANCELLED, "cancelled", "Stopped on request; the steps that finished "
+                                                                    "are kept.")
+    elif run.deadline_at and timezone.now() >= run.deadline_at:
+        limit = LoadLimits.for_org(run.organization).max_duration_s
+        services.fail(run, "max_duration", f"The run reached {run.organization.name}'s maximum duration of {limit} s; "
+                                           "the steps that finished are kept.")
+    else:
+        return False
+    release_locks(run, run.ip)
+    return True
+
+
+@app.task(name="workers.tasks.load.run_agent", acks_late=True, ignore_result=False,
+          soft_time_limit=settings.LOAD_MAX_DURATION_S * 10 + 60, time_limit=settings.LOAD_MAX_DURATION_S * 10 + 90)
+def run_agent(run_id: int, index: int, share: dict) -> dict:
+    """One agent's share of one step: {"result": engine dict} or {"error", "message"} (never raises,
+    so a broken agent ends the run with a message instead of a stuck chord)."""
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.models import PerfRun
+
+    run = PerfRun.objects.select_related("site").filter(pk=run_id).first()
+    if run is None or run.status != PerfRun.Status.RUNNING or run.cancel_requested:
+        return {"skipped": "cancelled"}  # queued agents of a stopped run do nothing
+    step = run.progress["steps"][index]
+    try:
+        with services.AgentMonitor(run_id, run.deadline_at) as monitor:
+            run_share = run_load_share if step["engine"] == "load" else run_handshake_share
+            result = run_share(run, step, share, monitor.cancel, monitor.on_progress)
+    except Exception as exc:  # engine bug or unexpected network state: report it on the row
+        log.exception("agent %s of run %s step %s failed", share, run_id, index)
+        return {"error": exc.__class__.__name__, "message": str(exc)[:500]}
+    return {"result": result}
+
+
+def run_load_share(run, step: dict, share: dict, cancel, counter) -> dict:
+    from workers.load.client import run_load
+    from workers.load.spec import LoadSpec
+
+    remaining = (run.deadline_at - timezone.now()).total_seconds() if run.deadline_at else None
+    spec = LoadSpec(scheme=step["scheme"], host=run.host, port=step["port"], path=step["path"], ip=run.ip,
+                    requests=share["requests"], concurrency=share["concurrency"],
+                    keepalive=step["mode"] == "keepalive", timeout_s=float(run.params.get("timeout_s", 10)),
+                    time_limit_s=max(1.0, remaining) if remaining is not None else None)
+    return run_load(spec, cancel=cancel, on_progress=counter).to_dict()
+
+
+def run_handshake_share(run, step: dict, share: dict, cancel, counter) -> dict:
+    from workers.load.handshake import run_handshakes
+    from workers.load.spec import HandshakeSpec
+
+    spec = HandshakeSpec(host=run.host, port=run.site.https_port, ip=run.ip, version=step["version"],
+                         suite=step["suite"], agents=share["agents"], per_agent=step["per_agent"],
+                         resume=step["resume"])
+    return run_handshakes(spec, cancel=cancel, on_progress=counter)
+
+
+@app.task(name="workers.tasks.load.merge_agents", acks_late=True)
+def merge_agents(outputs: list[dict], run_id: int, index: int) -> str:
+    """The chord callback: merge the agents' results exactly, store the step, send the next one."""
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.models import PerfRun
+
+    run = PerfRun.objects.select_related("site", "organization").get(pk=run_id)
+    if run.status != PerfRun.Status.RUNNING or any(e["step"] == index for e in run.results):
+        return "skipped"  # a duplicate delivery of this callback
+    step = run.progress["steps"][index]
+    results = [o["result"] for o in outputs if "result" in o]
+    errors = [o for o in outputs if "error" in o]
+    if results:
+        entry = merged_entry(step, index, results)
+        services.store_step(run_id, entry)
+        run.refresh_from_db()
+        problem = step_problem(run, entry)
+        if problem and not run.cancel_requested:
+            services.fail(run, *problem)
+            release_locks(run, run.ip)
+            return "failed"
+    if errors and not run.cancel_requested:
+        detail = "; ".join(f"{e['error']}: {e['message']}" for e in errors)[:1000]
+        services.fail(run, "engine_error", f"The measurement of step {index + 1} failed ({detail}).")
+        release_locks(run, run.ip)
+        return "failed"
+    if ended_early(run):
+        return "ended"
+    if index + 1 < len(run.progress["steps"]):
+        dispatch_step(run_id, index + 1)
+        return "next"
+    services.finish(run, PerfRun.Status.DONE)
+    release_locks(run, run.ip)
+    return "done"
+
+
+def merged_entry(step: dict, index: int, results: list[dict]) -> dict:
+    if step["engine"] == "handshake":
+        from workers.load.handshake import merge_handshake_results
+
+        return {"step": index, "label": step["label"], "cell": {k: step[k] for k in ("version", "suite", "agents",
+                                                                                     "per_agent", "resume")},
+                "result": merge_handshake_results(results)}
+    from tlsaudit.domain.abstats import ab_report
+    from workers.load.client import merge_results
+
+    merged = merge_results(results)
+    report = ab_report(merged)
+    merged.pop("samples", None)  # per-request samples are large; the histograms stay and re-derive the report
+    return {"step": index, "label": step["label"], "scheme": step["scheme"], "level": step["level"],
+            "mode": step["mode"], "result": merged, "report": report}
+
+
+def step_problem(run, entry: dict) -> tuple[str, str] | None:
+    """A step where nothing got through ends the run: say why, in the site owner's words."""
+    result = entry["result"]
+    if result.get("cancelled"):
+        return None  # stopped or out of time: ended_early() says which
+    if "counters" in result:
+        counters = result["counters"]
+        if counters["complete"] == 0 and counters["failed"]:
+            where = f"{entry['scheme']}://{run.host}:{entry_port(run, entry)}"
+            errors = ", ".join(f"{k}: {v}" for k, v in (result.get("errors") or {}).items()) or \
+                f"{counters['failed_connect']} connection failures"
+            return "no_response", f"No request to {where} completed ({errors}): is the server up on this port?"
+        return None
+    if not result.get("count") and result.get("failures"):
+        failures = ", ".join(f"{k}: {v}" for k, v in result["failures"].items())
+        return "handshake_failed", f"No TLS {result.get('version')} handshake with {run.host} succeeded ({failures})."
+    return None
+
+
+def entry_port(run, entry: dict) -> int:
+    return run.site.http_port if entry["scheme"] == "http" else run.site.https_port
+
+
+@app.task(name="workers.tasks.load.agent_lost", acks_late=True)
+def agent_lost(run_id: int, index: int) -> str:
+    """Errback of a step's chord: an agent died (time limit, worker killed) without a result."""
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.models import PerfRun
+
+    run = PerfRun.objects.filter(pk=run_id).first()
+    if run is None or run.is_finished:
+        return "skipped"
+    services.fail(run, "worker_lost", f"An agent of step {index + 1} stopped without a result (worker lost or "
+                                      "time limit). Please retry.")
+    release_locks(run, run.ip)
+    return "failed"
+
+
+# --- one run per target ----------------------------------------------------------------------
+
+def lock_keys(run, ip: str) -> list[str]:
+    site = run.site
+    ports = {"load": [site.http_port if run.params.get("scheme") == "http" else site.https_port],
+             "sweep": [site.http_port, site.https_port], "handshakes": [site.https_port]}[run.kind]
+    return [f"tlsaudit:loadlock:{ip}:{port}" for port in sorted(set(ports))]
+
+
+def acquire_locks(run, ip: str, max_duration_s: int) -> bool:
+    """All of the run's ip:port locks or none (cache.add is SET NX on Redis)."""
+    taken = []
+    for key in lock_keys(run, ip):
+        if not cache.add(key, run.pk, timeout=max_duration_s + LOCK_MARGIN_SECONDS):
+            for held in taken:
+                cache.delete(held)
+            return False
+        taken.append(key)
+    return True
+
+
+def release_locks(run, ip: str | None) -> None:
+    if not ip:
+        return
+    for key in lock_keys(run, ip):
+        with suppress(Exception):
+            if cache.get(key) == run.pk:
+                cache.delete(key)
