@@ -87,9 +87,10 @@ def login(client):
 
 
 @pytest.fixture
-def start_audit_worker():
-    """start() runs a real Celery worker (threads, default + scan queues, the real Redis) until
-    the test ends. Tests start it when they choose, e.g. after a page shows a queued audit."""
+def start_worker_on():
+    """start_worker_on(queues, concurrency) runs a real Celery worker (threads pool, the real
+    Redis) until the test ends. Tests start it when they choose, e.g. after a page shows a
+    queued audit."""
     from celery.contrib.testing.worker import start_worker
 
     import workers.tasks  # noqa: F401  register the tasks in this process
@@ -97,10 +98,16 @@ def start_audit_worker():
 
     app.control.purge()
     with ExitStack() as stack:
-        def start():
-            return stack.enter_context(start_worker(app, pool="threads", concurrency=2, perform_ping_check=False,
-                                                    queues=["default", "scan"], shutdown_timeout=60))
+        def start(queues, concurrency=2):
+            return stack.enter_context(start_worker(app, pool="threads", concurrency=concurrency,
+                                                    perform_ping_check=False, queues=list(queues),
+                                                    shutdown_timeout=60))
         yield start
+
+
+@pytest.fixture
+def start_audit_worker(start_worker_on):
+    return lambda: start_worker_on(("default", "scan"))
 
 
 @pytest.fixture

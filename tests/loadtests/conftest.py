@@ -4,7 +4,7 @@ server and a tiny DNS server on 127.0.0.1 (real sockets, real packets), and lab 
 import socket
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -12,19 +12,9 @@ from django.utils import timezone
 
 
 @pytest.fixture
-def start_load_worker():
-    """start() runs a real Celery worker (threads, `load` queue, the real Redis) until the test ends."""
-    from celery.contrib.testing.worker import start_worker
-
-    import workers.tasks  # noqa: F401  register the tasks in this process
-    from workers.celery import app
-
-    app.control.purge()
-    with ExitStack() as stack:
-        def start():
-            return stack.enter_context(start_worker(app, pool="threads", concurrency=4, perform_ping_check=False,
-                                                    queues=["load"], shutdown_timeout=60))
-        yield start
+def start_load_worker(start_worker_on):
+    """start() runs a real Celery worker on the `load` queue until the test ends."""
+    return lambda: start_worker_on(("load",), concurrency=4)
 
 
 @pytest.fixture

@@ -133,10 +133,11 @@ def phase_mean(report: dict, phase: str):
 
 
 def report_rows(entry: dict) -> dict:
-    """The ab-style report of one step as (field, value) rows, nested tables flattened."""
+    """One stored ab-style run: ab's own layout for reading, flat rows for the CSV."""
+    from tlsaudit.domain.abstats import ab_text
+
     report = dict(entry.get("report") or {})
-    rows = flatten(report)
-    return {"label": entry["label"], "rows": rows}
+    return {"label": entry["label"], "text": ab_text(report), "rows": flatten(report)}
 
 
 def flatten(value, prefix: str = "") -> list[list]:

@@ -1,0 +1,69 @@
+"""The Performance tab in a real browser: a verified site, a small HTTP-vs-HTTPS sweep run by a
+real worker on the `load` queue against the nginx lab, live progress, then every chart drawn."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import PASSWORD
+from tlsaudit.loadtests.models import PerfRun
+from tlsaudit.loadtests.verification import verification_for
+from tlsaudit.sites.models import Site
+
+pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def verified_lab_site(org_a, tls_lab):
+    from django.utils import timezone
+
+    name = "load_no_resumption"
+    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
+                               http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab shop")
+    verification = verification_for(site)
+    verification.method, verification.verified_at = "http", timezone.now()
+    verification.last_checked_at = timezone.now()
+    verification.save()
+    return site
+
+
+def log_in(page, user):
+    page.goto("/accounts/login/")
+    page.get_by_label("Email").fill(user.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_test_id("login-submit").click()
+    expect(page).to_have_url(re.compile(r"/o/[\w-]+/sites/$"))
+
+
+def test_a_sweep_shows_progress_then_every_chart(page, start_worker_on, alice, verified_lab_site, screenshot_dir):
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(page, alice)
+    page.goto(verified_lab_site.get_absolute_url())
+    page.get_by_role("link", name="Performance").click()
+    form = page.get_by_test_id("form-sweep")
+    form.get_by_label("Concurrency levels").fill("1,5")
+    form.get_by_label("Requests per level").fill("30")
+    form.get_by_test_id("start-sweep").click()
+
+    # Queued, and polling, before any worker exists; then the worker takes it.
+    expect(page).to_have_url(re.compile(r"/performance/runs/\d+/$"))
+    expect(page.get_by_test_id("run-queued")).to_have_attribute("hx-trigger", re.compile("every"))
+    start_worker_on(("load",), concurrency=4)
+    expect(page.get_by_test_id("run-done")).to_be_visible(timeout=60_000)
+    expect(page.get_by_test_id("run-done")).not_to_have_attribute("hx-trigger", re.compile("."))
+
+    run = PerfRun.objects.get(site=verified_lab_site)
+    assert run.status == "done"
+    levels = run.summary["new"]["levels"]
+    assert [row["concurrency"] for row in levels] == [1, 5]
+    canvases = page.locator("canvas[id^=chart-]")
+    assert canvases.count() >= 3
+    drawn = page.evaluate("""() => [...document.querySelectorAll('canvas[id^=chart-]')]
+        .map(c => !!(window.Chart && Chart.getChart(c)))""")
+    assert all(drawn), drawn
+    page.screenshot(path=str(screenshot_dir / "performance-sweep.png"), full_page=True)
+    expect(page.locator("body")).to_contain_text("overhead")
+    assert errors == []
+    page.screenshot(path=str(screenshot_dir / "performance-sweep.png"), full_page=True)
