@@ -85,7 +85,7 @@ def validate_load(raw: dict) -> dict:
 
 
 def validate_sweep(raw: dict) -> dict:
-    modes = raw.get("modes") or ["new"]
+    modes = raw.get("modes") or ["new", "keepalive"]  # the seeds measured both modes
     modes = [modes] if isinstance(modes, str) else list(modes)
     if not set(modes) <= {"new", "keepalive"}:
         raise ValueError("modes must be new and/or keepalive.")
