@@ -7,5 +7,6 @@ from workers.celery import app
 def reap_abandoned_audits() -> dict:
     from tlsaudit.audits.services import reap_abandoned
     from tlsaudit.loadtests.services import reap_abandoned_runs
+    from tlsaudit.probes.services import reap_abandoned_probes
 
-    return {**reap_abandoned(), "perf_runs_failed": reap_abandoned_runs()}
+    return {**reap_abandoned(), "perf_runs_failed": reap_abandoned_runs(), "probes_failed": reap_abandoned_probes()}

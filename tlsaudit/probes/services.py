@@ -1,0 +1,168 @@
+"""Probe lifecycle: validate, refuse (unverified email, one active per site, daily cap), queue,
+claim, record progress, store the result and its summary, fail.
+
+Views (and later the API) call `queue_probe`, so every caller gets the same checks. Nothing here
+imports the browser engine: workers/tasks/browser.py does.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from tlsaudit.domain import probe_stats
+from tlsaudit.probes.models import Probe
+
+PROBE_TASK = "workers.tasks.browser.run_probe"
+ACTIVE = (Probe.Status.QUEUED, Probe.Status.RUNNING)
+VARIANTS = ("https", "http")
+MODES = ("cold", "warm")
+
+
+class ProbeRefused(Exception):
+    """Why a probe may not start, in words for the site owner (`code` is stable for the API)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- params --------------------------------------------------------------------------------
+
+def validate_params(raw: dict) -> dict:
+    """{"path", "runs", "variants"} normalised, or ProbeRefused("invalid_params")."""
+    try:
+        return {"path": clean_path(raw.get("path")), "runs": clean_runs(raw.get("runs")),
+                "variants": clean_variants(raw.get("variants"))}
+    except (TypeError, ValueError) as exc:
+        raise ProbeRefused("invalid_params", str(exc)) from None
+
+
+def clean_path(value) -> str:
+    path = str(value or "/").strip()
+    if not path.startswith("/") or any(c.isspace() for c in path) or len(path) > 500:
+        raise ValueError("The path must start with / and contain no spaces.")
+    return path
+
+
+def clean_runs(value) -> int:
+    try:
+        runs = int(5 if value in (None, "") else value)
+    except (TypeError, ValueError):
+        raise ValueError("Repetitions must be a whole number.") from None
+    if not 1 <= runs <= settings.PROBE_MAX_RUNS:
+        raise ValueError(f"Repetitions must be between 1 and {settings.PROBE_MAX_RUNS}.")
+    return runs
+
+
+def clean_variants(value) -> list[str]:
+    variants = value or list(VARIANTS)
+    variants = [variants] if isinstance(variants, str) else list(variants)
+    if not variants or not set(variants) <= set(VARIANTS):
+        raise ValueError("Variants must be https and/or http.")
+    return [v for v in VARIANTS if v in variants]
+
+
+# --- refusals and queueing --------------------------------------------------------------------
+
+def ensure_email_verified(user) -> None:
+    if user is None or not user.is_authenticated or not user.email_verified:
+        raise ProbeRefused("unverified_email", "Verify your email address before running browser probes: a probe "
+                                               "loads the site in a real browser, so we need to know who asks.")
+
+
+def queue_probe(site, raw_params: dict, *, user) -> Probe:
+    """Check everything, then create the queued probe and send it on commit (or ProbeRefused)."""
+    from tlsaudit.orgs.models import Organization
+
+    ensure_email_verified(user)
+    params = validate_params(raw_params)
+    with transaction.atomic():
+        # The organization's row serialises its queuers, so the daily cap cannot be overrun by a race.
+        org = Organization.objects.select_for_update().get(pk=site.organization_id)
+        if Probe.objects.filter(site=site, status__in=ACTIVE).exists():
+            raise ProbeRefused("busy", f"A browser probe of {site.label} is already queued or running: wait for it "
+                                       "to finish (one probe per site at a time).")
+        today = Probe.objects.filter(organization=org, created_at__gte=timezone.now() - timedelta(days=1)).count()
+        if today >= settings.PROBE_RUNS_PER_DAY:
+            raise ProbeRefused("cap_probes_per_day", f"{org.name} already ran {today} browser probes in the last 24 "
+                                                     f"hours: the maximum is {settings.PROBE_RUNS_PER_DAY} per day.")
+        probe = Probe.objects.create(site=site, organization=org, params=params, requested_by=user,
+                                     host=site.hostname, loads_total=loads_planned(params))
+        transaction.on_commit(lambda: send(probe.pk))
+    return probe
+
+
+def loads_planned(params: dict) -> int:
+    return len(params["variants"]) * len(MODES) * params["runs"]
+
+
+def send(probe_id: int) -> None:
+    from workers.celery import app
+
+    app.send_task(PROBE_TASK, args=[probe_id])
+
+
+# --- the probe on the worker -------------------------------------------------------------------
+
+def claim(probe_id: int, ip: str | None) -> bool:
+    """One atomic UPDATE: whoever flips queued -> running owns the probe."""
+    return Probe.objects.filter(pk=probe_id, status=Probe.Status.QUEUED).update(
+        status=Probe.Status.RUNNING, started_at=timezone.now(), ip=ip, attempts=F("attempts") + 1,
+        loads_done=0, current_step="Starting the browser") == 1
+
+
+def record_progress(probe_id: int, done: int, total: int, step: str) -> None:
+    Probe.objects.filter(pk=probe_id, status=Probe.Status.RUNNING).update(
+        loads_done=done, loads_total=total or F("loads_total"), current_step=step[:120])
+
+
+def store_result(probe: Probe, result: dict) -> Probe:
+    """Save the engine's JSON and its summary; a probe-level error ends the probe as failed."""
+    error = result.get("error")
+    duration = round(result["duration_s"], 2) if isinstance(result.get("duration_s"), (int, float)) else None
+    if error:
+        Probe.objects.filter(pk=probe.pk).update(result=result, summary=summarise(result))
+        return fail(probe, error.get("code") or "probe_failed", error.get("message") or "The probe failed.",
+                    duration_s=duration)
+    loads = result.get("loads") or []
+    Probe.objects.filter(pk=probe.pk, status=Probe.Status.RUNNING).update(
+        status=Probe.Status.DONE, finished_at=timezone.now(), result=result, summary=summarise(result),
+        duration_s=duration, loads_done=len(loads), current_step="")
+    probe.refresh_from_db()
+    return probe
+
+
+def summarise(result: dict) -> dict:
+    """Medians and spread per variant x mode, and the increase % HTTPS over HTTP (as the seed's
+    Table VII), re-derived from the loads by the pure domain module."""
+    summary = probe_stats.summarize([load for load in result.get("loads") or [] if load.get("ok")])
+    return {"summary": summary, "increase_pct": probe_stats.increase_pct(summary)}
+
+
+def fail(probe: Probe, code: str, message: str, duration_s: float | None = None) -> Probe:
+    Probe.objects.filter(pk=probe.pk, status__in=ACTIVE).update(
+        status=Probe.Status.FAILED, finished_at=timezone.now(), error_code=code[:40], error_message=message,
+        duration_s=duration_s, current_step="")
+    probe.refresh_from_db()
+    return probe
+
+
+def reap_abandoned_probes(now=None) -> int:
+    """Probes 'running' past the hard time limit lost their worker (and its browser): fail them."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PROBE_HARD_TIME_LIMIT + 60)
+    count = 0
+    for probe in Probe.objects.filter(status=Probe.Status.RUNNING, started_at__lt=cutoff):
+        fail(probe, "worker_lost", "The probe was interrupted (its worker stopped). Please run it again.")
+        count += 1
+    return count
