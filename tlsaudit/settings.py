@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "tlsaudit.sites",
     "tlsaudit.audits",
     "tlsaudit.loadtests",
+    "tlsaudit.probes",
 ]
 
 MIDDLEWARE = [
@@ -269,6 +270,16 @@ LOAD_RUNS_PER_DAY = env_int("LOAD_RUNS_PER_DAY", 20, minimum=0)
 LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
 # Days a site's ownership proof stays valid before it is re-checked (before a run).
 VERIFICATION_MAX_AGE_DAYS = env_int("VERIFICATION_MAX_AGE_DAYS", 30, minimum=1)
+
+
+# Browser probes (issue #5): real Chromium page loads. A probe is 4 variants x K loads.
+PROBE_RUNS_PER_DAY = env_int("PROBE_RUNS_PER_DAY", 50, minimum=0)
+PROBE_MAX_RUNS = env_int("PROBE_MAX_RUNS", 10, minimum=1)
+PROBE_LOAD_TIMEOUT = env_int("PROBE_LOAD_TIMEOUT", 30, minimum=1)
+PROBE_SOFT_TIME_LIMIT = env_int("PROBE_SOFT_TIME_LIMIT", 240, minimum=10)
+PROBE_HARD_TIME_LIMIT = env_int("PROBE_HARD_TIME_LIMIT", 300, minimum=20)
+if PROBE_HARD_TIME_LIMIT <= PROBE_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("PROBE_HARD_TIME_LIMIT must be greater than PROBE_SOFT_TIME_LIMIT.")
 
 
 def dns_resolver(name: str) -> tuple[str, int] | None:

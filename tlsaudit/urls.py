@@ -35,5 +35,6 @@ urlpatterns = [
     path("o/<slug:org>/sites/", include("tlsaudit.sites.urls")),
     path("o/<slug:org>/sites/<int:pk>/audits/", include("tlsaudit.audits.urls")),
     path("o/<slug:org>/sites/<int:pk>/performance/", include("tlsaudit.loadtests.urls")),
+    path("o/<slug:org>/sites/<int:pk>/browser/", include("tlsaudit.probes.urls")),
     path("admin/", admin.site.urls),
 ]

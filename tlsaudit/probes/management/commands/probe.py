@@ -1,0 +1,182 @@
+"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--json]
+
+Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, K times each
+(workers.browser.probe.run_probe) now, without a worker or the database. The other scheme uses
+its default port (443 / 80). Exit 0 when the probe ran, 2 on bad arguments or when it failed
+(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+"""
+
+import ipaddress
+import json
+import math
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from tlsaudit.domain.hostnames import AddressError, normalize_hostname
+from tlsaudit.domain.probe_stats import medians
+
+EXIT_OK, EXIT_FAILED = 0, 2
+MAX_RUNS = 50
+MAX_TIMEOUT_S = 120
+COLUMNS = ("variant", "mode", "proto", "req", "bytes", "cached", "304", "dns", "connect", "tls", "ttfb",
+           "DCL", "load")
+
+
+class Command(BaseCommand):
+    help = "Time real Chromium page loads of URL over HTTPS vs HTTP, cold vs warm (text table, or JSON)."
+    requires_system_checks = []
+
+    def add_arguments(self, parser):
+        parser.add_argument("url", nargs="?", default="", help="https://HOST[:PORT]/path or http://...")
+        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
+        parser.add_argument("--ca-file", help="PEM file of CA certificates for the browser to trust")
+        parser.add_argument("--runs", default="5", help="K loads of each variant x mode (default %(default)s)")
+        parser.add_argument("--timeout", default=str(settings.PROBE_LOAD_TIMEOUT),
+                            help="seconds per page load (default %(default)s)")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **options):
+        self.as_json = options["json"]
+        try:
+            spec_kwargs = parse_arguments(options)
+        except ValueError as exc:
+            return self.fail("invalid_argument", str(exc))
+        from workers.browser.probe import run_probe  # loads Playwright: only for this command
+        from workers.browser.spec import ProbeSpec
+
+        spec = ProbeSpec(**spec_kwargs)
+        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS)
+        if result["error"] is not None:
+            return self.fail(result["error"]["code"], result["error"]["message"], result=result)
+        scheme = options["_scheme"]
+        if self.as_json:
+            self.stdout.write(json.dumps(cli_json(result, scheme), indent=2))
+        else:
+            self.stdout.write(render_text(result))
+        sys.exit(EXIT_OK)
+
+    def fail(self, code: str, message: str, **extra):
+        if self.as_json:
+            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+        else:
+            self.stderr.write(f"probe failed: {message}")
+        sys.exit(EXIT_FAILED)
+
+
+def parse_arguments(options) -> dict:
+    """ProbeSpec keyword arguments; ValueError with a message naming the bad argument."""
+    url = (options["url"] or "").strip()
+    if not url:
+        raise ValueError("URL: give the page to probe, e.g. https://example.com/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"URL: {url!r} must start with https:// or http://")
+    if parts.username or parts.password:
+        raise ValueError("URL: credentials in the URL are not supported")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"URL: {url!r} has an invalid port (1-65535)") from None
+    if port == 0:
+        raise ValueError(f"URL: {url!r} has an invalid port (1-65535)")
+    try:
+        host = normalize_hostname(parts.hostname or "")
+    except AddressError as exc:
+        raise ValueError(f"URL: {exc}") from None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    options["_scheme"] = parts.scheme
+    kwargs = {"host": host, "path": path, "ip": parse_ip(options.get("ip")),
+              "ca_pem": read_ca_file(options.get("ca_file")), "runs": parse_runs(options["runs"]),
+              "timeout_s": parse_timeout(options["timeout"])}
+    kwargs["https_port" if parts.scheme == "https" else "http_port"] = port or (443 if parts.scheme == "https" else 80)
+    return kwargs
+
+
+def parse_ip(text) -> str | None:
+    if not text:
+        return None
+    try:
+        return ipaddress.ip_address(text).compressed
+    except ValueError:
+        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
+
+
+def read_ca_file(name) -> str | None:
+    if not name:
+        return None
+    path = Path(name)
+    if not path.is_file():
+        raise ValueError(f"--ca-file: {name} does not exist")
+    try:
+        text = path.read_bytes()[:1_000_000].decode("ascii", errors="replace")
+    except OSError as exc:
+        raise ValueError(f"--ca-file: {name} cannot be read ({exc.strerror})") from None
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ValueError(f"--ca-file: {name} is not a PEM certificate file")
+    return text
+
+
+def parse_runs(text) -> int:
+    try:
+        runs = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--runs: {text!r} is not a whole number") from None
+    if not 1 <= runs <= MAX_RUNS:
+        raise ValueError(f"--runs must be between 1 and {MAX_RUNS}, got {runs}")
+    return runs
+
+
+def parse_timeout(text) -> float:
+    try:
+        timeout = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--timeout: {text!r} is not a number of seconds") from None
+    if not math.isfinite(timeout) or not 1 <= timeout <= MAX_TIMEOUT_S:
+        raise ValueError(f"--timeout must be between 1 and {MAX_TIMEOUT_S} seconds, got {text}")
+    return timeout
+
+
+def cli_json(result: dict, scheme: str) -> dict:
+    """`cold` and `warm` (medians for the URL's scheme), both variants, the increase row, the full result."""
+    summary = result["summary"]
+    variants = {v: {m: medians(summary.get(f"{v}_{m}")) for m in ("cold", "warm")}
+                for v in ("https", "http") if f"{v}_cold" in summary}
+    chosen = variants.get(scheme) or {"cold": medians(None), "warm": medians(None)}
+    return {"url_scheme": scheme, "cold": chosen["cold"], "warm": chosen["warm"], "variants": variants,
+            "increase_pct": result["increase_pct"], "variant_errors": result["variant_errors"],
+            "browser": result["browser"], "duration_s": result["duration_s"], "result": result}
+
+
+def render_text(result: dict) -> str:
+    """One row per variant x mode (medians), then the increase % row per mode."""
+    rows = [COLUMNS]
+    for key, cell in result["summary"].items():
+        m = medians(cell)
+        t = m["timings_ms"]
+        variant, mode = key.split("_")
+        rows.append((variant, mode, m["protocol"], m["requests"], m["bytes"], m["from_cache"], m["not_modified"],
+                     t["dns"], t["connect"], t["tls"], t["ttfb"], t["dom_content_loaded"], t["load"]))
+    widths = [max(len(fmt(r[i])) for r in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(fmt(v).rjust(w) for v, w in zip(row, widths)) for row in rows]
+    spec = result["spec"]
+    lines.insert(0, f"Browser probe of {spec['host']}{spec['path']}: {spec['runs']} loads per row (medians, ms), "
+                    f"Chromium {result['browser']['version']}, {result['duration_s']:.1f} s")
+    for mode, row in result["increase_pct"].items():
+        if row:
+            shown = ", ".join(f"{k} {fmt(v)}%" for k, v in row.items() if v is not None)
+            lines.append(f"HTTPS over HTTP, {mode}: {shown}")
+    for variant, error in result["variant_errors"].items():
+        lines.append(f"{variant} failed: {error['message']}")
+    return "\n".join(lines) + "\n"
+
+
+def fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)

@@ -1,0 +1,80 @@
+"""The site's Browser tab: run a probe (with K), follow it live, read its charts and tables, CSV.
+
+Every view finds the site through site_for(): other organizations get 404, viewers see results
+but get 403 on "Run".
+"""
+
+import csv
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.domain import roles
+from tlsaudit.probes import services
+from tlsaudit.probes.models import Probe
+from tlsaudit.probes.presenters import csv_tables, present_probe
+from tlsaudit.sites.views import site_for
+
+RUN_ACTION = "run_audits"
+HISTORY = 20
+
+
+def overview_context(request, org, site, **extra) -> dict:
+    probes = list(site.probes.select_related("requested_by", "site__organization")[:HISTORY])
+    latest = probes[0] if probes else None
+    context = {"org": org, "site": site, "probes": probes, "probe": latest, "can_run": roles.can(org.role, RUN_ACTION),
+               "email_verified": request.user.email_verified, "max_runs": settings.PROBE_MAX_RUNS,
+               "runs_per_day": settings.PROBE_RUNS_PER_DAY, **extra}
+    if latest is not None:
+        context.update(present_probe(latest))
+    return context
+
+
+@login_required
+def browser_overview(request, org, pk):
+    org, site = site_for(request, org, pk)
+    return render(request, "probes/overview.html", overview_context(request, org, site))
+
+
+@login_required
+@require_POST
+def probe_start(request, org, pk):
+    org, site = site_for(request, org, pk, RUN_ACTION)
+    raw = {"runs": request.POST.get("runs") or 5, "path": request.POST.get("path") or "/",
+           "variants": request.POST.getlist("variants") or None}
+    try:
+        probe = services.queue_probe(site, raw, user=request.user)
+    except services.ProbeRefused as refusal:
+        return render(request, "probes/overview.html", overview_context(request, org, site, refusal=refusal),
+                      status=400)
+    return redirect(probe)
+
+
+@login_required
+def probe_detail(request, org, pk, probe_id):
+    org, site = site_for(request, org, pk)
+    probe = get_object_or_404(Probe.objects.select_related("requested_by", "site__organization"), site=site,
+                              pk=probe_id)
+    context = {"org": org, "site": site, "probe": probe, "can_run": roles.can(org.role, RUN_ACTION),
+               **present_probe(probe)}
+    template = "probes/detail.html#probe-body" if request.htmx else "probes/detail.html"
+    return render(request, template, context)
+
+
+@login_required
+def probe_csv(request, org, pk, probe_id, table):
+    org, site = site_for(request, org, pk)
+    probe = get_object_or_404(Probe, site=site, pk=probe_id)
+    tables = csv_tables(probe)
+    if table not in tables:
+        raise Http404("No such table.")
+    header, rows = tables[table]
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="probe-{probe.pk}-{table}.csv"'
+    writer = csv.writer(response)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return response
