@@ -1,0 +1,101 @@
+"""Summaries of browser-probe loads (issue #5): spread per variant x mode, increase % HTTPS over HTTP.
+
+Input: the `loads` of workers.browser's result (plain dicts, see workers/browser/spec.py). Medians
+and quartiles use linear interpolation between order statistics (numpy's default, "type 7").
+The increase row is the seed's Table VII: (HTTPS median - HTTP median) / HTTP median x 100, for the
+cold and the warm loads. Cold HTTPS samples flagged `no_connect_phase` (Chromium reported the new
+connection without its TCP/TLS phases) are left out of the `connect` and `tls` statistics only.
+Pure: no Django, no sockets.
+"""
+
+from __future__ import annotations
+
+COUNT_METRICS = ("requests", "bytes", "from_cache", "not_modified")
+TIMING_METRICS = ("redirect", "dns", "connect", "tls", "ttfb", "download", "dom_interactive",
+                  "dom_content_loaded", "load")
+METRICS = COUNT_METRICS + TIMING_METRICS
+CONNECT_PHASES = ("connect", "tls")
+VARIANTS = ("https", "http")
+MODES = ("cold", "warm")
+
+
+def quantile(sorted_values: list[float], q: float) -> float:
+    """Linear interpolation between the closest ranks (q in 0..1) of a non-empty sorted list."""
+    position = (len(sorted_values) - 1) * q
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def spread(values: list[float]) -> dict | None:
+    """median, min, max, p25, p75 (and n) of the values; None when there are none."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return {"median": rnd(quantile(ordered, 0.5)), "min": rnd(ordered[0]), "max": rnd(ordered[-1]),
+            "p25": rnd(quantile(ordered, 0.25)), "p75": rnd(quantile(ordered, 0.75)), "n": len(ordered)}
+
+
+def rnd(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else round(value, 2)
+
+
+def metric_values(loads: list[dict], metric: str) -> list[float]:
+    if metric in COUNT_METRICS:
+        return [load[metric] for load in loads if load.get(metric) is not None]
+    usable = [load for load in loads if not (metric in CONNECT_PHASES and load.get("no_connect_phase"))]
+    return [load["timings_ms"][metric] for load in usable if load.get("timings_ms", {}).get(metric) is not None]
+
+
+def summarize(loads: list[dict]) -> dict:
+    """{"https_cold": {metric: spread, "samples": n, "no_connect_phase": n, "protocol": most common}, ...}."""
+    summary = {}
+    for variant in VARIANTS:
+        for mode in MODES:
+            group = [load for load in loads if load.get("variant") == variant and load.get("mode") == mode
+                     and load.get("ok", True)]
+            if not group:
+                continue
+            cell = {metric: spread(metric_values(group, metric)) for metric in METRICS}
+            cell["samples"] = len(group)
+            cell["no_connect_phase"] = sum(1 for load in group if load.get("no_connect_phase"))
+            cell["protocol"] = most_common([load.get("protocol", "") for load in group])
+            summary[f"{variant}_{mode}"] = cell
+    return summary
+
+
+def most_common(values: list[str]) -> str:
+    values = [v for v in values if v]
+    return max(sorted(set(values)), key=values.count) if values else ""
+
+
+def percent_increase(base: float | None, value: float | None) -> float | None:
+    """(value - base) / base x 100, one decimal; None when either is missing or base is 0."""
+    if base is None or value is None or base == 0:
+        return None
+    return round((value - base) / base * 100.0, 1)
+
+
+def increase_pct(summary: dict) -> dict:
+    """{"cold": {metric: % HTTPS over HTTP}, "warm": {...}} from the medians of `summarize`."""
+    result = {}
+    for mode in MODES:
+        https, http = summary.get(f"https_{mode}"), summary.get(f"http_{mode}")
+        row = {}
+        if https and http:
+            for metric in METRICS:
+                row[metric] = percent_increase(median(http, metric), median(https, metric))
+        result[mode] = row
+    return result
+
+
+def median(cell: dict | None, metric: str) -> float | None:
+    stats = (cell or {}).get(metric)
+    return stats["median"] if stats else None
+
+
+def medians(cell: dict | None) -> dict:
+    """The CLI's shape for one variant x mode: counts, protocol and timings_ms as medians."""
+    cell = cell or {}
+    return {**{m: median(cell, m) for m in COUNT_METRICS}, "protocol": cell.get("protocol", ""),
+            "samples": cell.get("samples", 0), "timings_ms": {m: median(cell, m) for m in TIMING_METRICS}}

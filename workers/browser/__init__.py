@@ -1,0 +1,1 @@
+"""The browser probe: real Chromium page loads over HTTP vs HTTPS, cold vs warm (Playwright)."""

@@ -1,0 +1,243 @@
+"""run_probe(spec) -> dict: real Chromium page loads of one site over HTTPS and HTTP, cold and warm.
+
+1. Guard: check the target (and pin it) unless private targets are allowed; see guard.py.
+2. Get a browser that trusts `spec.ca_pem` and pins the target (reuse the caller's if it fits).
+3. For run in 0..K-1: open a fresh context per variant and load the page in it (cold: empty cache,
+   new connections, new TLS handshake); then `page.reload()` in each (warm: conditional requests,
+   304s, cache hits). The variant order alternates per run (https first, then http first), so
+   neither variant always goes first.
+4. Per load: Navigation Timing Level 2 phases of the main document, CDP network counts (recorder.py).
+5. The first load of a variant that fails skips that variant's remaining loads. The probe `error` is
+   set when the HTTPS variant failed or no variant loaded; an HTTP-only failure (a site without
+   port 80) stays in `variant_errors`.
+6. Summary and increase % (tlsaudit.domain.probe_stats).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from tlsaudit.domain.probe_stats import increase_pct, summarize
+from workers.browser.chromium import ProbeBrowser
+from workers.browser.errors import CANCELLED, INVALID_TARGET, ProbeError, classify_load_error
+from workers.browser.guard import AddressGuard
+from workers.browser.recorder import Recorder
+from workers.browser.spec import MODES, VARIANTS, ProbeSpec
+
+NAVIGATION_ENTRY = """() => new Promise(resolve => {
+  const poll = () => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    if (nav && nav.loadEventEnd > 0) resolve(nav.toJSON()); else setTimeout(poll, 5);
+  };
+  poll();
+})"""
+
+
+def page_url(spec: ProbeSpec, variant: str) -> str:
+    port = spec.https_port if variant == "https" else spec.http_port
+    default = 443 if variant == "https" else 80
+    host = f"[{spec.host}]" if ":" in spec.host else spec.host
+    netloc = host if port == default else f"{host}:{port}"
+    return f"{variant}://{netloc}{spec.path}"
+
+
+def check_spec(spec: ProbeSpec) -> None:
+    if not spec.host or any(c.isspace() or c in "/?#@" for c in spec.host):
+        raise ProbeError(INVALID_TARGET, f"{spec.host!r} is not a hostname.")
+    for port in (spec.https_port, spec.http_port):
+        if not isinstance(port, int) or not 1 <= port <= 65535:
+            raise ProbeError(INVALID_TARGET, f"{port!r} is not a TCP port (1-65535).")
+    if not spec.path.startswith("/"):
+        raise ProbeError(INVALID_TARGET, f"The path {spec.path!r} must start with '/'.")
+    if not 1 <= spec.runs <= 100:
+        raise ProbeError(INVALID_TARGET, f"runs must be between 1 and 100, got {spec.runs}.")
+    if not 0 < spec.timeout_s <= 300:
+        raise ProbeError(INVALID_TARGET, f"timeout_s must be between 0 and 300 s, got {spec.timeout_s}.")
+    unknown = [v for v in spec.variants if v not in VARIANTS]
+    if unknown or not spec.variants:
+        raise ProbeError(INVALID_TARGET, f"variants must be among {VARIANTS}, got {spec.variants}.")
+
+
+def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: Callable[[], bool] | None = None,
+              on_progress: Callable[[int, int, dict], None] | None = None, allow_private: bool = False,
+              guard: AddressGuard | None = None) -> dict:
+    """Probe one site; never raises for a site's failure (see `error`). `browser` is reused when it fits,
+    relaunched otherwise (`ProbeBrowser.ensure`); without one, a browser is launched and closed here.
+    `on_progress(done, total, load)` after each load; `cancel()` is asked before each load.
+    `guard` replaces the default AddressGuard(allow_private) (a custom address policy)."""
+    started = time.monotonic()
+    result = {"spec": spec.to_dict(), "loads": [], "summary": {}, "increase_pct": {"cold": {}, "warm": {}},
+              "variant_errors": {}, "browser": {"version": ""}, "duration_s": 0.0, "error": None}
+    owned = browser is None
+    try:
+        check_spec(spec)
+        guard = guard or AddressGuard(allow_private, ip_map=browser.ip_map if browser else None)
+        pinned = guard.check_target(spec.host, spec.ip)
+        ip_map = {spec.host: pinned} if pinned else {}
+        guard.ip_map.update(ip_map)
+        browser = browser.ensure(spec.ca_pem, ip_map) if browser else ProbeBrowser(spec.ca_pem, ip_map)
+        result["browser"]["version"] = browser.version
+        Session(spec, browser, guard, result, cancel, on_progress).run()
+    except ProbeError as exc:
+        result["error"] = exc.to_dict()
+    finally:
+        if owned and browser is not None:
+            browser.close()
+    ok_loads = [load for load in result["loads"] if load["ok"]]
+    result["summary"] = summarize(ok_loads)
+    result["increase_pct"] = increase_pct(result["summary"])
+    if result["error"] is None:
+        failed = result["variant_errors"]
+        if "https" in failed or not ok_loads:
+            result["error"] = failed.get("https") or next(iter(failed.values()), None)
+    result["duration_s"] = round(time.monotonic() - started, 3)
+    return result
+
+
+class Session:
+    """The loads of one probe: fresh contexts, interleaved variants, per-variant failure."""
+
+    def __init__(self, spec, browser, guard, result, cancel, on_progress):
+        self.spec, self.browser, self.guard, self.result = spec, browser, guard, result
+        self.cancel, self.on_progress = cancel, on_progress
+        self.total = spec.runs * len(spec.variants) * len(MODES)
+        self.done = 0
+
+    def run(self) -> None:
+        for run in range(self.spec.runs):
+            order = self.spec.variants if run % 2 == 0 else tuple(reversed(self.spec.variants))
+            live = [v for v in order if v not in self.result["variant_errors"]]
+            if not live:
+                return
+            tabs = {}
+            try:
+                for mode in MODES:
+                    for variant in live:
+                        if self.cancel and self.cancel():
+                            raise ProbeError(CANCELLED, "The probe was cancelled.")
+                        if variant in self.result["variant_errors"]:
+                            continue
+                        if mode == "cold":
+                            tabs[variant] = Tab(self.browser, self.guard)
+                        self.record(tabs[variant].load(self.spec, variant, mode, run))
+            finally:
+                for tab in tabs.values():
+                    tab.close()
+
+    def record(self, load: dict) -> None:
+        self.result["loads"].append(load)
+        if not load["ok"]:
+            self.result["variant_errors"].setdefault(load["variant"], load.pop("_error"))
+        load.pop("_error", None)
+        self.done += 1
+        if self.on_progress:
+            self.on_progress(self.done, self.total, load)
+
+
+class Tab:
+    """One browser context + page + CDP session: the cold load, then the warm reload."""
+
+    def __init__(self, browser: ProbeBrowser, guard: AddressGuard):
+        self.guard = guard
+        self.blocked: str | None = None
+        self.context = browser.new_context()
+        self.page = self.context.new_page()
+        self.cdp = self.context.new_cdp_session(self.page)
+        self.recorder = Recorder()
+        self.recorder.attach(self.cdp, self.page)
+        self.cdp.send("Network.enable")
+        self.cdp.send("Audits.enable")
+        if not guard.allow_private:
+            # Documents only: see guard.py for why subresources are not paused.
+            self.cdp.on("Fetch.requestPaused", self.on_paused)
+            self.cdp.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document",
+                                                         "requestStage": "Request"}]})
+
+    def on_paused(self, event: dict) -> None:
+        reason = self.guard.blocked_reason(event["request"]["url"])
+        if reason:
+            self.blocked = reason
+            self.cdp.send("Fetch.failRequest", {"requestId": event["requestId"], "errorReason": "BlockedByClient"})
+        else:
+            self.cdp.send("Fetch.continueRequest", {"requestId": event["requestId"]})
+
+    def load(self, spec: ProbeSpec, variant: str, mode: str, run: int) -> dict:
+        url = page_url(spec, variant)
+        self.recorder.reset()
+        self.blocked = None
+        timeout_ms = spec.timeout_s * 1000
+        try:
+            if mode == "cold":
+                self.page.goto(url, wait_until="load", timeout=timeout_ms)
+            else:
+                self.page.reload(wait_until="load", timeout=timeout_ms)
+            nav = self.page.evaluate(NAVIGATION_ENTRY)
+        except Exception as exc:  # noqa: BLE001 — Playwright's Error/TimeoutError: classified below
+            parts = urlsplit(url)
+            error = classify_load_error(f"{type(exc).__name__}: {exc}", host=spec.host,
+                                        port=parts.port or (443 if variant == "https" else 80),
+                                        timeout_s=spec.timeout_s, hops=len(self.recorder.redirect_chain()),
+                                        blocked=self.blocked)
+            return self.failed_load(url, variant, mode, run, error)
+        self.recorder.settle(self.page)
+        return self.measured_load(url, variant, mode, run, nav)
+
+    def measured_load(self, url, variant, mode, run, nav: dict) -> dict:
+        recorder = self.recorder
+        timings = navigation_phases(nav)
+        timings["redirect"] = max(timings["redirect"], recorder.redirect_ms())
+        final_url = recorder.redirect_chain()[-1] if recorder.redirect_chain() else self.page.url
+        tls = recorder.main_tls()
+        return {
+            "variant": variant, "mode": mode, "run": run, "ok": True, "error": "",
+            "url": url, "final_url": final_url, "redirect_chain": recorder.redirect_chain(),
+            "timings_ms": timings,
+            "no_connect_phase": no_connect_phase(nav, variant, mode, final_url),
+            "protocol": nav.get("nextHopProtocol") or (recorder.main_response or {}).get("protocol", ""),
+            "tls": tls, **recorder.counts(), "mixed_content": list(recorder.mixed),
+            "waterfall": recorder.waterfall(), "status": nav.get("responseStatus"),
+        }
+
+    def failed_load(self, url, variant, mode, run, error: ProbeError) -> dict:
+        recorder = self.recorder
+        return {
+            "variant": variant, "mode": mode, "run": run, "ok": False, "error": error.message, "_error": error.to_dict(),
+            "url": url, "final_url": "", "redirect_chain": recorder.redirect_chain(), "timings_ms": {},
+            "no_connect_phase": False, "protocol": "", "tls": None, **recorder.counts(),
+            "mixed_content": list(recorder.mixed), "waterfall": recorder.waterfall(), "status": None,
+        }
+
+    def close(self) -> None:
+        try:
+            self.context.close()
+        except Exception:  # noqa: BLE001 — a dead browser is reaped by ProbeBrowser.close
+            pass
+
+
+def navigation_phases(nav: dict) -> dict:
+    """Navigation Timing Level 2 phases in ms (see loadgen-notes §6); TLS is 0 on plain HTTP or a reused connection."""
+    def span(start: str, end: str) -> float:
+        a, b = nav.get(start) or 0.0, nav.get(end) or 0.0
+        return round(max(0.0, b - a), 1) if a and b else 0.0
+
+    secure = nav.get("secureConnectionStart") or 0.0
+    return {
+        "redirect": span("redirectStart", "redirectEnd"),
+        "dns": span("domainLookupStart", "domainLookupEnd"),
+        "connect": round(max(0.0, (secure or nav.get("connectEnd", 0.0)) - nav.get("connectStart", 0.0)), 1),
+        "tls": span("secureConnectionStart", "connectEnd") if secure else 0.0,
+        "ttfb": span("requestStart", "responseStart"),
+        "download": span("responseStart", "responseEnd"),
+        "dom_interactive": round(nav.get("domInteractive", 0.0), 1),
+        "dom_content_loaded": round(nav.get("domContentLoadedEventEnd", 0.0), 1),
+        "load": round(nav.get("loadEventEnd", 0.0), 1),
+    }
+
+
+def no_connect_phase(nav: dict, variant: str, mode: str, final_url: str) -> bool:
+    """Chromium's cold-load artifact: a new HTTPS connection reported with connectStart == connectEnd."""
+    if mode != "cold" or not final_url.startswith("https:"):
+        return False
+    return (nav.get("connectEnd") or 0.0) <= (nav.get("secureConnectionStart") or 0.0)
