@@ -1,0 +1,52 @@
+"""The Browser tab in a real browser: a probe of the local test site (HTML + CSS + 3 scripts +
+3 images) run by a real worker on the `browser` queue, live progress, then the charts drawn."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import PASSWORD
+from tests.support.probe_site import start_probe_site
+from tlsaudit.probes.models import Probe
+from tlsaudit.sites.models import Site
+
+pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def probed_site(org_a):
+    with start_probe_site() as probe_site:
+        org_a.custom_ca_pem = probe_site.ca_pem
+        org_a.save()
+        yield Site.objects.create(organization=org_a, hostname=probe_site.host, https_port=probe_site.https_port,
+                                  http_port=probe_site.http_port, pinned_ip=probe_site.ip, name="Shop front page")
+
+
+def test_a_probe_shows_progress_then_phases_waterfall_and_increase(page, start_worker_on, alice, probed_site,
+                                                                 screenshot_dir):
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/accounts/login/")
+    page.get_by_label("Email").fill(alice.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_test_id("login-submit").click()
+    page.goto(probed_site.get_absolute_url())
+    page.get_by_role("link", name="Browser").click()
+    page.get_by_test_id("probe-runs").fill("2")
+    page.get_by_test_id("probe-run").click()
+
+    expect(page.get_by_test_id("probe-queued")).to_have_attribute("hx-trigger", re.compile("every"))
+    start_worker_on(("browser",), concurrency=1)
+    expect(page.get_by_test_id("probe-done")).to_be_visible(timeout=90_000)
+
+    probe = Probe.objects.get(site=probed_site)
+    assert probe.status == "done", probe.error_message
+    cold = probe.summary["summary"]["https_cold"]
+    assert cold["requests"]["median"] == 8  # HTML + CSS + 3 scripts + 3 images
+    drawn = page.evaluate("""() => [...document.querySelectorAll('canvas')]
+        .map(c => !!(window.Chart && Chart.getChart(c)))""")
+    assert len(drawn) >= 2 and all(drawn), drawn
+    expect(page.get_by_test_id("table-increase")).to_contain_text("%")
+    assert errors == []
+    page.screenshot(path=str(screenshot_dir / "browser-probe.png"), full_page=True)
