@@ -2,9 +2,9 @@
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 TLSAUDIT_VAR_DIR=/app/var
-# chromium: browser probes and PDF reports; fonts for readable PDFs.
+# chromium + libnss3-tools: browser probes (an organization CA goes in a per-browser NSS store); fonts for PDFs.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends chromium fonts-dejavu-core ca-certificates \
+ && apt-get install -y --no-install-recommends chromium libnss3-tools fonts-dejavu-core ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 1000 tlsaudit
 WORKDIR /app
