@@ -47,9 +47,11 @@ def probe_site():
         yield site
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def probe_browser(probe_site):
-    """One Chromium trusting the site's CA, with the site and the 'internal' host pinned (like a worker's)."""
+    """One Chromium trusting the site's CA, with the site and the 'internal' host pinned (like a worker's).
+    Package-scoped: a started sync Playwright keeps an asyncio loop running in this thread, which
+    later tests that run their own loop here (the load engine) must not inherit."""
     from workers.browser.chromium import ProbeBrowser
 
     with ProbeBrowser(probe_site.ca_pem, PINS) as browser:

@@ -99,8 +99,11 @@ def wait_until_gone(token: str, seconds: float = 10) -> list[int]:
 
 # --- fixtures ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    """One Chromium for the e2e package. Not session-wide: Playwright's sync API keeps an asyncio
+    loop running in this thread while it is started, and pytest-django runs these (transactional)
+    tests before the plain ones, which start their own loops (uvloop, Playwright) in this thread."""
     from playwright.sync_api import sync_playwright
 
     token = uuid.uuid4().hex

@@ -75,7 +75,8 @@ def test_a_probe_loads_the_site_in_chromium_cold_and_warm_over_http_and_https(
         .content.decode().strip().splitlines()
     assert rows[0].startswith("variant,requests,bytes,from cache,304s,failed")
     assert [row.split(",")[0] for row in rows[1:]] == ["HTTP cold", "HTTPS cold", "HTTP warm", "HTTPS warm"]
-    assert all(int(row.split(",")[1]) >= 1 and int(row.split(",")[2]) > 0 for row in rows[1:3])  # cold: on the wire
+    # medians: with K=2 a count can be x.5 (Chromium asks for the favicon in some cold loads only)
+    assert all(float(row.split(",")[1]) >= 1 and float(row.split(",")[2]) > 0 for row in rows[1:3])  # cold: on the wire
     assert all(isinstance(v, (int, float)) and v > 0 for v in
                [probe.summary["summary"][f"{v}_{m}"]["load"]["median"] for v, m in COLUMNS])
     # And the tab shows it in the history
