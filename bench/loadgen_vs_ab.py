@@ -1,6 +1,6 @@
 """Our load engine vs ApacheBench (and wrk) on the same nginx (issue #4 "Benchmarks").
 
-    .venv/bin/python bench/loadgen_vs_ab.py [--rounds 3] [-c 50] [--scale 1.0]
+    .venv/bin/python bench/loadgen_vs_ab.py [--rounds 3] [-c 50] [--scale 1.0] [--no-pin]
 
 Goal: >= 1.0x ab's requests/s in every mode, and a median latency within +-10 % of ab's at c=1.
 
@@ -15,10 +15,16 @@ Starts the nginx TLS lab (tests/support/tls_servers.py: one nginx worker; fixtur
    request to the last, as ab counts it: process start-up is not in it);
 4. `wrk -t1 -cC -d3s URL` for the keep-alive modes.
 
-Cores: this machine has 2 vCPUs and nginx's single worker needs most of one. ab is single-threaded,
-so it gets one core; ours with 2 processes shares both cores with nginx. Nothing is pinned: the
-second process helps only where the client is the bottleneck (new TLS connections cost the client
-~2x what they cost nginx), and steals from nginx where the server is (keep-alive). Both rows are shown.
+Cores (loadgen-notes §3.2): by default nginx's single worker is pinned to CPU 0 and every client
+(ab, wrk, ours with 1 process) to CPU 1, so client and server never compete for a core and the
+comparison is one client core vs one client core. "ours x2" (two processes) runs on both cores:
+it may use a second core (ab cannot), but on a 2-vCPU host that core is nginx's, so it helps only
+where the client is the bottleneck (new connections) and steals from nginx where the server is
+(keep-alive). `--no-pin` runs everything unpinned (the scheduler decides), as before.
+
+Client CPU: besides requests/s (wall clock, noisy on a shared host) the table gives requests per
+client-CPU-second ("eff": ab's and wrk's rusage as children, ours' process_time() of the run, plus its
+children's rusage with 2 processes) — the reproducible measure of how fast each client is.
 
 Latency: at c=1, ab's median Total from its `-e` CSV (µs resolution: "50,0.123") vs ours from the
 exact samples with the same index ((0.5 + n * 50 / 100) of the sorted totals).
@@ -29,6 +35,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import time
 import platform
 import re
 import shutil
@@ -61,11 +69,40 @@ def url_of(lab, scheme: str) -> tuple[str, int, str]:
     return f"http://127.0.0.1:{lab.http_port(FIXTURE)}/health", lab.http_port(FIXTURE), "/health"
 
 
+CLIENT_CPUS: set[int] | None = None  # set by pin(): the clients' core(s)
+ALL_CPUS = set(range(os.cpu_count() or 1))
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def pinned(args: list[str]) -> list[str]:
+    return ["taskset", "-c", ",".join(map(str, sorted(CLIENT_CPUS))), *args] if CLIENT_CPUS else args
+
+
+def pin(lab) -> str:
+    """nginx workers on CPU 0, clients (this process and its children) on CPU 1."""
+    global CLIENT_CPUS
+    if len(ALL_CPUS) < 2:
+        return "not pinned (one CPU)"
+    workers = [int(pid) for pid in Path(f"/proc/{lab.process.pid}/task/{lab.process.pid}/children").read_text().split()]
+    for pid in workers:
+        os.sched_setaffinity(pid, {0})
+    CLIENT_CPUS = {1}
+    os.sched_setaffinity(0, CLIENT_CPUS)
+    return f"nginx worker(s) {workers} pinned to CPU 0, clients to CPU 1 (ours x2: CPUs 0-1)"
+
+
 def run_ab(url: str, n: int, c: int, keepalive: bool, csv: Path | None = None) -> dict:
     args = ["ab", "-q", "-n", str(n), "-c", str(c)] + (["-k"] if keepalive else []) + (["-e", str(csv)] if csv else [])
-    out = subprocess.run([*args, url], capture_output=True, text=True, timeout=600).stdout
+    cpu = children_cpu_s()
+    out = subprocess.run(pinned([*args, url]), capture_output=True, text=True, timeout=600).stdout
+    cpu = children_cpu_s() - cpu
+    complete = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
     return {"rps": float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1)),
-            "complete": int(re.search(r"Complete requests:\s+(\d+)", out).group(1)),
+            "complete": complete, "eff": complete / cpu if cpu else 0.0,
             "failed": int(re.search(r"Failed requests:\s+(\d+)", out).group(1))}
 
 
@@ -80,10 +117,18 @@ def ab_median_us(url: str, n: int, keepalive: bool) -> float:
 def run_ours(scheme: str, port: int, path: str, n: int, c: int, keepalive: bool, processes: int) -> dict:
     spec = LoadSpec(scheme=scheme, host="localhost", ip="127.0.0.1", port=port, path=path, requests=n,
                     concurrency=c, keepalive=keepalive, processes=processes)
-    result = run_load(spec)
+    if CLIENT_CPUS:  # 1 process: the client core; 2 processes: every core (spawned children inherit it)
+        os.sched_setaffinity(0, CLIENT_CPUS if processes == 1 else ALL_CPUS)
+    cpu, children = time.process_time(), children_cpu_s()
+    try:
+        result = run_load(spec)
+    finally:
+        if CLIENT_CPUS:
+            os.sched_setaffinity(0, CLIENT_CPUS)
+    cpu = time.process_time() - cpu + children_cpu_s() - children
     counters = result.counters
     return {"rps": counters.complete / result.time_taken_s, "complete": counters.complete,
-            "failed": counters.failed, "samples": result.samples}
+            "eff": counters.complete / cpu if cpu else 0.0, "failed": counters.failed, "samples": result.samples}
 
 
 def ours_median_us(scheme: str, port: int, path: str, n: int, keepalive: bool) -> float:
@@ -92,11 +137,14 @@ def ours_median_us(scheme: str, port: int, path: str, n: int, keepalive: bool) -
 
 
 def run_wrk(url: str, c: int, seconds: int = 3) -> dict:
-    out = subprocess.run(["wrk", "-t1", f"-c{c}", f"-d{seconds}s", url], capture_output=True, text=True,
+    cpu = children_cpu_s()
+    out = subprocess.run(pinned(["wrk", "-t1", f"-c{c}", f"-d{seconds}s", url]), capture_output=True, text=True,
                          timeout=120).stdout
+    cpu = children_cpu_s() - cpu
     errors = re.search(r"Socket errors: (.*)", out)
+    done = re.search(r"(\d+) requests in", out)
     return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-            "errors": errors.group(1) if errors else ""}
+            "eff": int(done.group(1)) / cpu if done and cpu else 0.0, "errors": errors.group(1) if errors else ""}
 
 
 def one_round(lab, c: int, scale: float) -> dict:
@@ -119,12 +167,14 @@ def one_round(lab, c: int, scale: float) -> dict:
         row[mode] = cells
         print(f"  {mode:22} ab {cells['ab']['rps']:9.0f}  ours {cells['ours']['rps']:9.0f}  "
               f"ours x2 {cells['ours x2']['rps']:9.0f}  wrk {cells.get('wrk', {}).get('rps', 0):9.0f}  "
-              f"c=1 median ab {cells['ab median us']:7.0f} us, ours {cells['ours median us']:7.0f} us", flush=True)
+              f"c=1 median ab {cells['ab median us']:7.0f} us, ours {cells['ours median us']:7.0f} us; req/cpu-s "
+              f"ab {cells['ab']['eff']:7.0f} ours {cells['ours']['eff']:7.0f} x2 {cells['ours x2']['eff']:7.0f} "
+              f"wrk {cells.get('wrk', {}).get('eff', 0):7.0f}", flush=True)
     return row
 
 
-def median_of(rounds: list[dict], mode: str, name: str) -> float | None:
-    values = [r[mode][name] if isinstance(r[mode].get(name), float) else r[mode][name]["rps"]
+def median_of(rounds: list[dict], mode: str, name: str, key: str = "rps") -> float | None:
+    values = [r[mode][name] if isinstance(r[mode].get(name), float) else r[mode][name][key]
               for r in rounds if name in r[mode]]
     return statistics.median(values) if values else None
 
@@ -140,6 +190,14 @@ def table(rounds: list[dict], c: int) -> str:
         lines.append(f"| {mode} | {ab:,.0f} | {ours:,.0f} | {ours2:,.0f} | {f'{wrk:,.0f}' if wrk else '-'} | "
                      f"{ours / ab:.2f}x | {ours2 / ab:.2f}x | {max(ours, ours2) / ab:.2f}x | {ab_lat:.0f} | "
                      f"{our_lat:.0f} | {(our_lat - ab_lat) / ab_lat * 100:+.1f} % |")
+    lines += ["", f"Client efficiency, requests per client-CPU-second (c={c}; medians; higher is better):", "",
+              "| mode | ab | ours (1 proc) | ours (2 procs, incl. their start-up) | wrk -t1 | ours/ab (1) | ours/ab (2) |",
+              "|---|---|---|---|---|---|---|"]
+    for mode in MODES:
+        ab, ours, ours2 = (median_of(rounds, mode, k, "eff") for k in ("ab", "ours", "ours x2"))
+        wrk = median_of(rounds, mode, "wrk", "eff")
+        lines.append(f"| {mode} | {ab:,.0f} | {ours:,.0f} | {ours2:,.0f} | {f'{wrk:,.0f}' if wrk else '-'} | "
+                     f"{ours / ab:.2f}x | {ours2 / ab:.2f}x |")
     return "\n".join(lines)
 
 
@@ -155,6 +213,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("-c", "--concurrency", type=int, default=50)
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every n (e.g. 0.2 for a quick run)")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin nginx to CPU 0 and the clients to CPU 1")
     args = parser.parse_args()
     if not shutil.which("ab"):
         sys.exit("ab not found: apt-get install -y apache2-utils")
@@ -163,6 +222,7 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()}")
     rounds = []
     with start_lab() as lab:
+        print("cores: " + ("not pinned (--no-pin)" if args.no_pin else pin(lab)))
         run_ab(url_of(lab, "https")[0], 200, 10, False)  # warm-up: page cache, nginx, ab's first run
         run_ours("https", lab.port(FIXTURE), "/", 200, 10, False, 2)
         for index in range(1, args.rounds + 1):
