@@ -5,7 +5,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.urls import reverse
 
-OUR_APPS = ("core", "accounts", "orgs", "sites", "audits", "loadtests", "probes")
+OUR_APPS = ("core", "accounts", "orgs", "sites", "audits", "loadtests", "probes", "reports", "monitoring", "alerts")
 
 
 def our_models():

@@ -97,6 +97,9 @@ INSTALLED_APPS = [
     "tlsaudit.audits",
     "tlsaudit.loadtests",
     "tlsaudit.probes",
+    "tlsaudit.alerts",
+    "tlsaudit.monitoring",
+    "tlsaudit.reports",
 ]
 
 MIDDLEWARE = [

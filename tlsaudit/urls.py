@@ -36,5 +36,8 @@ urlpatterns = [
     path("o/<slug:org>/sites/<int:pk>/audits/", include("tlsaudit.audits.urls")),
     path("o/<slug:org>/sites/<int:pk>/performance/", include("tlsaudit.loadtests.urls")),
     path("o/<slug:org>/sites/<int:pk>/browser/", include("tlsaudit.probes.urls")),
+    path("o/<slug:org>/alerts/", include("tlsaudit.alerts.urls")),
+    path("o/<slug:org>/reports/", include("tlsaudit.reports.urls")),
+    path("o/<slug:org>/", include("tlsaudit.monitoring.urls")),
     path("admin/", admin.site.urls),
 ]

@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.alerts.services import evaluate_on_commit as evaluate_alerts_on_commit
 from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
@@ -96,6 +97,7 @@ def store_outcome(audit_id: int, outcome) -> Audit:
         apply_report(audit, save_fields=["facts", "raw", "mozilla_raw", "ip", "duration_s", "timings", "status",
                                          "finished_at"])
         update_site_summary(audit)
+    evaluate_alerts_on_commit(audit)
     return audit
 
 
@@ -105,6 +107,7 @@ def fail(audit: Audit, code: str, message: str, detail: str = "", duration_s: fl
         error_detail=detail[:4000], duration_s=duration_s)
     audit.refresh_from_db()
     update_site_summary(audit)
+    evaluate_alerts_on_commit(audit)
     return audit
 
 

@@ -1,4 +1,4 @@
-"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json]
+"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE]
 
 Runs one audit synchronously: no worker, no broker, no database write. Exit status 0 when the
 audit ran (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS...).
@@ -33,6 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
         parser.add_argument("--ca-file", help="PEM file of CA certificates to trust besides the public stores")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--pdf", metavar="FILE", help="also write the report as a PDF (printed by headless Chromium)")
         parser.add_argument("--timeout", default=str(settings.SCAN_NETWORK_TIMEOUT),
                             help="per-socket network timeout in whole seconds (default %(default)s)")
 
@@ -53,6 +54,11 @@ class Command(BaseCommand):
             return self.fail(outcome.error.code, outcome.error.message, host=host, port=port,
                              duration_s=round(outcome.duration_s, 2))
         report = build_report(outcome.facts, outcome.mozilla)
+        if options.get("pdf"):
+            try:
+                write_pdf(options["pdf"], outcome, report)
+            except Exception as exc:  # noqa: BLE001 — Chromium missing or the file not writable: say so, exit 2
+                return self.fail("pdf_failed", f"the PDF could not be written: {exc}")
         if self.as_json:
             self.stdout.write(json.dumps(cli_json(outcome, report), indent=2))
         else:
@@ -90,6 +96,15 @@ class Command(BaseCommand):
         else:
             self.stderr.write(f"audit failed: {message}")
         sys.exit(EXIT_FAILED)
+
+
+def write_pdf(path: str, outcome, report) -> None:
+    """The one-off audit as the site PDF report (tlsaudit/reports), printed by the reports engine."""
+    from tlsaudit.reports.services import one_off_html
+    from workers.reports.pdf import render_pdf
+
+    html = one_off_html(outcome.facts, report, outcome.duration_s)
+    Path(path).write_bytes(render_pdf(html, footer=f"TLS report · {outcome.facts.host}:{outcome.facts.port}"))
 
 
 def parse_timeout(text) -> int:

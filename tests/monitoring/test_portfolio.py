@@ -1,0 +1,72 @@
+"""The portfolio: worst first, trend, certificate expiry, filters, calendar, constant queries."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import time_machine
+from django.urls import reverse
+
+from tests.domain.factories import NOW, rsa_cert
+from tlsaudit.sites.models import Site, Tag
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 2, 1, 2, 0, tzinfo=timezone.utc)
+
+
+def url(org, **query):
+    return reverse("monitoring:portfolio", args=[org.slug]) + ("?" + "&".join(f"{k}={v}" for k, v in query.items())
+                                                               if query else "")
+
+
+def rows_of(response):
+    return [(r.site.hostname, r.site.last_grade, r.trend, r.days_left) for r in response.context["rows"]]
+
+
+def test_it_lists_sites_worst_first_with_trend_and_days_to_expiry(login, alice, org_a, done_audit):
+    good = Site.objects.create(organization=org_a, hostname="good.example.com")
+    worse = Site.objects.create(organization=org_a, hostname="worse.example.com")
+    Site.objects.create(organization=org_a, hostname="new.example.com")
+    done_audit(good, at=T0, protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
+    done_audit(good, at=T0 + timedelta(days=1), cert=rsa_cert(not_after=NOW + timedelta(days=20)))
+    done_audit(worse, at=T0)
+    done_audit(worse, at=T0 + timedelta(days=1), protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
+    with time_machine.travel(NOW, tick=False):
+        response = login(alice).get(url(org_a))
+    assert rows_of(response) == [("worse.example.com", "B", "down", 60), ("good.example.com", "A+", "up", 20),
+                                 ("new.example.com", "", "", None)]
+    calendar = response.context["calendar"]
+    assert [(week.isoformat(), [r.site.hostname for r in rs]) for week, rs in calendar] == [
+        ("2026-03-16", ["good.example.com"]), ("2026-04-27", ["worse.example.com"])]
+    assert "↓" in response.content.decode()
+
+
+def test_filters_by_tag_and_grade(login, alice, org_a, done_audit):
+    shop, blog = (Site.objects.create(organization=org_a, hostname=h) for h in ("shop.example", "blog.example"))
+    shop.tags.add(Tag.objects.create(organization=org_a, name="client-x"))
+    done_audit(shop, at=T0)
+    done_audit(blog, at=T0, protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
+    client = login(alice)
+    assert [r[0] for r in rows_of(client.get(url(org_a, tag="client-x")))] == ["shop.example"]
+    assert [r[0] for r in rows_of(client.get(url(org_a, grade="B")))] == ["blog.example"]
+    assert 'data-testid="portfolio-empty"' in client.get(url(org_a, tag="client-x", grade="B")).content.decode()
+
+
+def test_thirty_sites_take_a_constant_number_of_queries(login, alice, org_a, done_audit,
+                                                        django_assert_max_num_queries):
+    for i in range(30):
+        site = Site.objects.create(organization=org_a, hostname=f"s{i}.example.com")
+        site.tags.add(Tag.objects.get_or_create(organization=org_a, name=f"t{i % 3}")[0])
+        done_audit(site, at=T0)
+        done_audit(site, at=T0 + timedelta(days=1))
+    client = login(alice)
+    with django_assert_max_num_queries(12):
+        response = client.get(url(org_a))
+    assert len(response.context["rows"]) == 30
+
+
+def test_charlie_sees_only_his_own_portfolio(login, charlie, site_a, site_b):
+    client = login(charlie)
+    assert client.get(url(site_a.organization)).status_code == 404
+    response = client.get(url(site_b.organization))
+    assert [r.site for r in response.context["rows"]] == [site_b]
+    assert "shop.example.com" not in response.content.decode()

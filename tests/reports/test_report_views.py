@@ -1,0 +1,96 @@
+"""Asking for a PDF from the site page or the organization, watching it being made (htmx polling),
+downloading it: a real worker on the `browser` queue prints it in Chromium. Outsiders get 404."""
+
+import time
+
+import pytest
+from django.urls import reverse
+
+from tests.reports.conftest import done_audit, pdf_text
+from tlsaudit.reports.models import Report
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_until_finished(report: Report, timeout_s: float = 60) -> Report:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        report.refresh_from_db()
+        if report.is_finished:
+            return report
+        time.sleep(0.2)
+    raise AssertionError(f"report {report.pk} still {report.status} after {timeout_s} s")
+
+
+def test_alice_asks_for_a_pdf_a_worker_prints_it_and_bob_downloads_it(login, alice, bob, site_a, start_worker_on,
+                                                                     no_chromium_left):
+    # Given a finished audit, and the site page offering the PDF
+    audit = done_audit(site_a, protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
+    org = site_a.organization.slug
+    client = login(alice)
+    page = client.get(reverse("audits:detail", args=[org, site_a.pk, audit.pk])).content.decode()
+    assert reverse("reports:request_site", args=[org, site_a.pk]) in page
+
+    # When Alice asks for it, the status page polls while it is queued
+    response = client.post(reverse("reports:request_site", args=[org, site_a.pk]))
+    report = Report.objects.get()
+    assert response["Location"] == report.get_absolute_url()
+    assert (report.status, report.kind, report.requested_by) == ("queued", "site", alice)
+    partial = client.get(report.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<section id="report-status"') and 'hx-trigger="every 2s"' in partial
+
+    # Then a browser worker prints it, and the finished status stops polling
+    start_worker_on(("browser",))
+    report = wait_until_finished(report)
+    assert report.status == "done", report.error
+    assert 10_000 < report.size < 5_000_000 and report.pages >= 2
+    partial = client.get(report.get_absolute_url(), HTTP_HX_REQUEST="true").content.decode()
+    assert "hx-trigger" not in partial and "Download PDF" in partial
+
+    # And Bob, a viewer, downloads it
+    client.force_login(bob)
+    download = client.get(reverse("reports:download", args=[org, report.pk]))
+    assert download.status_code == 200 and download["Content-Type"] == "application/pdf"
+    assert "attachment" in download["Content-Disposition"] and "shop.example.com" in download["Content-Disposition"]
+    pdf = b"".join(download.streaming_content)
+    assert pdf.startswith(b"%PDF-") and len(pdf) == report.size
+    assert "shop.example.com" in pdf_text(pdf) and f"Grade {audit.grade}" in pdf_text(pdf)
+
+
+def test_a_portfolio_report_is_printed_by_the_worker(login, alice, site_a, start_worker_on, no_chromium_left):
+    done_audit(site_a)
+    client = login(alice)
+    client.post(reverse("reports:request_portfolio", args=[site_a.organization.slug]))
+    report = Report.objects.get()
+    assert report.kind == "portfolio" and report.site is None
+    start_worker_on(("browser",))
+    report = wait_until_finished(report)
+    assert report.status == "done", report.error
+    with report.file.open("rb") as handle:
+        text = pdf_text(handle.read())
+    assert "Agency A" in text and "shop.example.com" in text
+
+
+def test_a_second_click_returns_the_report_being_made(login, alice, site_a):
+    client = login(alice)
+    url = reverse("reports:request_site", args=[site_a.organization.slug, site_a.pk])
+    first = client.post(url)
+    second = client.post(url)
+    assert first["Location"] == second["Location"] and Report.objects.count() == 1
+
+
+def test_outsiders_get_404_and_viewers_cannot_ask(login, bob, charlie, site_a, site_b):
+    org = site_a.organization.slug
+    report = Report.objects.create(organization=site_a.organization, site=site_a, kind="site", status="done")
+    client = login(charlie)
+    assert client.get(reverse("reports:detail", args=[org, report.pk])).status_code == 404
+    assert client.get(reverse("reports:download", args=[org, report.pk])).status_code == 404
+    assert client.post(reverse("reports:request_site", args=[org, site_a.pk])).status_code == 404
+    assert client.post(reverse("reports:request_portfolio", args=[org])).status_code == 404
+    # His own organization in the URL, A's report id: still 404.
+    own = site_b.organization.slug
+    assert client.get(reverse("reports:download", args=[own, report.pk])).status_code == 404
+    client.force_login(bob)
+    assert client.post(reverse("reports:request_site", args=[org, site_a.pk])).status_code == 403
+    assert client.get(reverse("reports:detail", args=[org, report.pk])).status_code == 200
+    assert not Report.objects.exclude(pk=report.pk).exists()

@@ -1,0 +1,67 @@
+import re
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+
+from tlsaudit.alerts import webhooks
+from tlsaudit.alerts.models import AlertSettings, Webhook
+from tlsaudit.domain import alerts as rules
+
+MAX_RECIPIENTS = 20
+MAX_WEBHOOKS = 10
+
+
+class AlertSettingsForm(forms.ModelForm):
+    recipients = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4, "placeholder": "ops@example.com"}),
+        help_text=f"One address per line (or comma-separated), at most {MAX_RECIPIENTS}.")
+    kinds = forms.MultipleChoiceField(choices=rules.KIND_CHOICES, required=False, widget=forms.CheckboxSelectMultiple,
+                                      label="Send alerts for")
+
+    class Meta:
+        model = AlertSettings
+        fields = ["recipients", "kinds"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["recipients"] = "\n".join(self.instance.recipients)
+
+    def clean_recipients(self):
+        addresses = [a.strip().lower() for a in re.split(r"[\s,;]+", self.cleaned_data["recipients"]) if a.strip()]
+        addresses = list(dict.fromkeys(addresses))
+        bad = []
+        for address in addresses:
+            try:
+                validate_email(address)
+            except ValidationError:
+                bad.append(address)
+        if bad:
+            raise ValidationError(f"Not an email address: {', '.join(bad)}.")
+        if len(addresses) > MAX_RECIPIENTS:
+            raise ValidationError(f"At most {MAX_RECIPIENTS} recipients ({len(addresses)} given).")
+        return addresses
+
+
+class WebhookForm(forms.ModelForm):
+    url = forms.URLField(label="Webhook URL", max_length=500, assume_scheme="https",
+                         widget=forms.URLInput(attrs={"placeholder": "https://hooks.example.com/tlsaudit"}))
+
+    class Meta:
+        model = Webhook
+        fields = ["url"]
+
+    def __init__(self, *args, org, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.org = org
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        if Webhook.objects.filter(organization=self.org).count() >= MAX_WEBHOOKS:
+            raise ValidationError(f"An organization can have at most {MAX_WEBHOOKS} webhooks.")
+        try:
+            webhooks.check_url(url)
+        except webhooks.UnsafeURL as exc:
+            raise ValidationError(str(exc)) from None
+        return url

@@ -1,0 +1,103 @@
+"""Alerts: who hears about what (AlertSettings), what happened once (AlertEvent, unique per
+occurrence), and where it is pushed (Webhook) with every delivery attempt logged."""
+
+import secrets
+
+from django.db import models
+
+from tlsaudit.domain import alerts as rules
+
+SECRET_PREFIX = "whsec_"
+
+
+def default_kinds() -> list[str]:
+    return list(rules.KINDS)
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+class AlertSettings(models.Model):
+    organization = models.OneToOneField("orgs.Organization", on_delete=models.CASCADE, related_name="alert_settings")
+    recipients = models.JSONField(default=list, blank=True, help_text="Email addresses, at most 20.")
+    kinds = models.JSONField(default=default_kinds, blank=True, help_text="Event kinds that notify.")
+
+    class Meta:
+        verbose_name_plural = "alert settings"
+
+    def __str__(self):
+        return f"Alert settings of {self.organization}"
+
+    def wants(self, kind: str) -> bool:
+        return kind in self.kinds
+
+
+class AlertEvent(models.Model):
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="alert_events")
+    site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="alert_events")
+    audit = models.ForeignKey("audits.Audit", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=30, choices=rules.KIND_CHOICES, db_index=True)
+    dedupe_key = models.CharField(max_length=255)
+    title = models.CharField(max_length=300)
+    payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    emailed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["organization", "dedupe_key"], name="one_alert_per_occurrence")]
+
+    def __str__(self):
+        return f"{self.site}: {self.title}"
+
+
+class Webhook(models.Model):
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="webhooks")
+    url = models.URLField(max_length=500)
+    # Kept as given: the receiver checks our HMAC with the same secret. Shown once, then its last 4.
+    secret = models.CharField(max_length=80, default=new_secret)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self):
+        return self.url
+
+    @property
+    def secret_hint(self) -> str:
+        return f"{SECRET_PREFIX}…{self.secret[-4:]}"
+
+
+class WebhookDelivery(models.Model):
+    """One POST attempt. Attempt 1 is created pending when queued; retries add rows."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        OK = "ok", "Delivered"
+        FAILED = "failed", "Failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.ForeignKey(AlertEvent, null=True, blank=True, on_delete=models.CASCADE, related_name="deliveries",
+                              help_text="Empty for a test delivery.")
+    first = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="retries",
+                              help_text="The first attempt, for retries.")
+    attempt = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-attempt"]
+        constraints = [models.UniqueConstraint(fields=["first", "attempt"], name="one_row_per_attempt")]
+
+    def __str__(self):
+        return f"{self.webhook} #{self.attempt} {self.status}"
+
+    @property
+    def kind(self) -> str:
+        return self.event.kind if self.event_id else "test"

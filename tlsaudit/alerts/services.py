@@ -1,0 +1,193 @@
+"""Alerts, end to end: summarise audits, detect events (domain), store each once, email the
+recipients and queue one webhook delivery per active webhook. Called by the Celery tasks."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from django.conf import settings
+from django.core import mail
+from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from tlsaudit.alerts import webhooks
+from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
+from tlsaudit.audits.models import Audit
+from tlsaudit.domain import alerts as rules
+
+EVALUATE_TASK = "workers.tasks.alerts.evaluate_audit"
+DELIVER_TASK = "workers.tasks.alerts.deliver_webhook"
+FINISHED = (Audit.Status.DONE, Audit.Status.FAILED)
+
+
+def evaluate_on_commit(audit: Audit) -> None:
+    """The hook audits call when an audit finishes: evaluate alerts once the row is committed."""
+    transaction.on_commit(lambda: send_task(EVALUATE_TASK, audit.pk))
+
+
+def send_task(name: str, *args) -> None:
+    from workers.celery import app
+
+    app.send_task(name, args=list(args))
+
+
+# -- summaries ------------------------------------------------------------------------------
+
+def summarize(audit: Audit) -> dict:
+    """The plain dict the detection rules read (see tlsaudit/domain/alerts.py)."""
+    report = audit.report or {}
+    leaf = audit.certificates.filter(deployment=0, position=0).first()
+    failing = audit.findings.filter(status="fail").values_list("finding_id", "severity", "title")
+    return {
+        "audit_id": audit.pk, "site_id": audit.site_id, "status": audit.status,
+        "grade": audit.grade, "score": audit.score, "error": audit.error_message,
+        "caps": {c["rule_id"]: c["reason"] for c in report.get("grade", {}).get("caps", [])},
+        "findings": {fid: {"severity": sev, "title": title} for fid, sev, title in failing},
+        "cert": leaf and {"fingerprint": leaf.fingerprint_sha256, "not_after": leaf.not_after,
+                          "subject": leaf.subject},
+        **failure_streak(audit),
+    }
+
+
+def failure_streak(audit: Audit) -> dict:
+    """How many finished audits of the site failed in a row, ending with this one."""
+    if audit.status != Audit.Status.FAILED:
+        return {"consecutive_failures": 0, "failing_since": None}
+    history = (Audit.objects.filter(site_id=audit.site_id, status__in=FINISHED, created_at__lte=audit.created_at)
+               .order_by("-created_at", "-pk").values_list("pk", "status")[:50])
+    streak = []
+    for pk, status in history:
+        if status != Audit.Status.FAILED:
+            break
+        streak.append(pk)
+    return {"consecutive_failures": len(streak), "failing_since": streak[-1]}
+
+
+def previous_done(audit: Audit) -> Audit | None:
+    return (Audit.objects.filter(site_id=audit.site_id, status=Audit.Status.DONE, created_at__lt=audit.created_at)
+            .order_by("-created_at").first())
+
+
+# -- events ---------------------------------------------------------------------------------
+
+def evaluate(audit_id: int, now=None) -> list[AlertEvent]:
+    """Detect and store the events of a finished audit; returns the ones that are new."""
+    audit = Audit.objects.select_related("site").filter(pk=audit_id, status__in=FINISHED).first()
+    if audit is None:
+        return []  # deleted with its site, or not finished
+    previous = previous_done(audit)
+    found = rules.detect(previous and summarize(previous), summarize(audit), now or timezone.now())
+    return record(audit.site, found, audit=audit)
+
+
+def record(site, found: list[rules.Event], audit: Audit | None = None) -> list[AlertEvent]:
+    """Insert each event unless its occurrence is already stored; queue webhooks for the new ones."""
+    created = []
+    for event in found:
+        try:
+            with transaction.atomic():
+                row = AlertEvent.objects.create(organization_id=site.organization_id, site=site, audit=audit,
+                                                kind=event.kind, dedupe_key=event.key, title=event.title[:300],
+                                                payload=event.data)
+                queue_deliveries(row)
+        except IntegrityError:
+            continue  # fired before: once per occurrence
+        created.append(row)
+    return created
+
+
+def check_expiries(now=None) -> list[AlertEvent]:
+    """Daily: expiry thresholds from each site's latest audit, for sites not audited today."""
+    from tlsaudit.sites.models import Site
+
+    now = now or timezone.now()
+    start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    created = []
+    sites = Site.objects.filter(last_audit__status=Audit.Status.DONE, last_audit_at__lt=start_of_day)
+    for site in sites.select_related("last_audit"):
+        created += record(site, rules.expiry_events(summarize(site.last_audit), now), audit=site.last_audit)
+    return created
+
+
+# -- email ----------------------------------------------------------------------------------
+
+def email_pending(**filters) -> int:
+    """Email the events (matching `filters`) not emailed yet to their org's recipients.
+    Safe to run twice: an event is marked once its mail went out."""
+    pending = AlertEvent.objects.filter(emailed_at=None, **filters).select_related("site", "organization")
+    sent = 0
+    for event in pending:
+        prefs = AlertSettings.objects.filter(organization_id=event.organization_id).first()
+        if prefs and prefs.recipients and prefs.wants(event.kind):
+            mail.get_connection().send_messages([alert_message(event, to) for to in prefs.recipients])
+            sent += 1
+        AlertEvent.objects.filter(pk=event.pk).update(emailed_at=timezone.now())
+    return sent
+
+
+def alert_message(event: AlertEvent, to: str) -> mail.EmailMultiAlternatives:
+    preferences = settings.SITE_URL + reverse("alerts:settings", args=[event.organization.slug])
+    context = {"event": event, "site": event.site, "org": event.organization, "site_url": settings.SITE_URL,
+               "site_link": settings.SITE_URL + event.site.get_absolute_url(), "preferences_link": preferences}
+    subject = render_to_string("emails/alert-subject.txt", context).strip()
+    message = mail.EmailMultiAlternatives(subject, render_to_string("emails/alert-body.txt", context),
+                                          settings.DEFAULT_FROM_EMAIL, [to],
+                                          headers={"List-Unsubscribe": f"<{preferences}>"})
+    message.attach_alternative(render_to_string("emails/alert-body.html", context), "text/html")
+    return message
+
+
+# -- webhooks -------------------------------------------------------------------------------
+
+def queue_deliveries(event: AlertEvent) -> None:
+    prefs = AlertSettings.objects.filter(organization_id=event.organization_id).first()
+    if prefs and not prefs.wants(event.kind):
+        return
+    for hook in Webhook.objects.filter(organization_id=event.organization_id, active=True):
+        queue_delivery(hook, event)
+
+
+def queue_delivery(hook: Webhook, event: AlertEvent | None) -> WebhookDelivery:
+    delivery = WebhookDelivery.objects.create(webhook=hook, event=event)
+    transaction.on_commit(lambda: send_task(DELIVER_TASK, delivery.pk))
+    return delivery
+
+
+def attempt_row(delivery_id: int, attempt: int) -> WebhookDelivery | None:
+    """The row for this attempt: the first one, or a retry row created once."""
+    first = WebhookDelivery.objects.select_related("webhook", "event__site", "event__organization").filter(
+        pk=delivery_id).first()
+    if first is None or attempt == 1:
+        return first
+    row, _ = WebhookDelivery.objects.get_or_create(first=first, attempt=attempt,
+                                                   defaults={"webhook": first.webhook, "event": first.event})
+    return row
+
+
+def deliver(row: WebhookDelivery) -> webhooks.Response:
+    """POST the event once and record the outcome on the attempt's row."""
+    timestamp = int(time.time())
+    body = json.dumps(webhook_body(row, timestamp), separators=(",", ":"), sort_keys=True).encode()
+    response = webhooks.post(row.webhook.url, body, row.webhook.secret, timestamp)
+    row.status = WebhookDelivery.Status.OK if response.ok else WebhookDelivery.Status.FAILED
+    row.response_code, row.error, row.duration_ms = response.status, response.error[:2000], response.duration_ms
+    row.save(update_fields=["status", "response_code", "error", "duration_ms"])
+    return response
+
+
+def webhook_body(row: WebhookDelivery, timestamp: int) -> dict:
+    """The JSON sent; the timestamp is inside the signed body, so a replay can be spotted."""
+    delivery_id = row.first_id or row.pk
+    event = row.event
+    if event is None:
+        return {"id": f"test-{delivery_id}", "kind": "test", "title": "Test delivery from TLS Audit",
+                "organization": row.webhook.organization.slug, "timestamp": timestamp}
+    return {"id": f"event-{event.pk}", "delivery": delivery_id, "attempt": row.attempt, "kind": event.kind,
+            "title": event.title, "organization": event.organization.slug,
+            "site": {"id": event.site_id, "host": event.site.hostname, "port": event.site.https_port,
+                     "url": settings.SITE_URL + event.site.get_absolute_url()},
+            "audit_id": event.audit_id, "data": event.payload, "created_at": event.created_at.isoformat(),
+            "timestamp": timestamp}

@@ -1,0 +1,77 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.alerts import services
+from tlsaudit.alerts.forms import AlertSettingsForm, WebhookForm
+from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
+from tlsaudit.domain import roles
+from tlsaudit.orgs.access import org_for
+
+LOG_SIZE = 50
+
+
+@login_required
+def alert_settings(request, org):
+    org = org_for(request, org, "view")
+    prefs, _ = AlertSettings.objects.get_or_create(organization=org)
+    form = AlertSettingsForm(request.POST or None, instance=prefs)
+    if request.method == "POST":
+        if not roles.can(org.role, "manage_org"):
+            raise PermissionDenied("Only owners and admins can change the alerts.")
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Alert settings saved.")
+            return redirect("alerts:settings", org.slug)
+    return render(request, "alerts/settings.html", _context(org, form=form), status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def add_webhook(request, org):
+    org = org_for(request, org, "manage_org")
+    form = WebhookForm(request.POST, org=org)
+    if not form.is_valid():
+        return render(request, "alerts/settings.html", _context(org, webhook_form=form), status=400)
+    hook = form.save(commit=False)
+    hook.organization = org
+    hook.save()
+    # Rendered, not redirected: the only time the whole secret is shown.
+    return render(request, "alerts/settings.html", _context(org, new_webhook=hook))
+
+
+@login_required
+@require_POST
+def delete_webhook(request, org, pk):
+    org = org_for(request, org, "manage_org")
+    get_object_or_404(Webhook, organization=org, pk=pk).delete()
+    messages.info(request, "Webhook deleted.")
+    return redirect("alerts:settings", org.slug)
+
+
+@login_required
+@require_POST
+def test_webhook(request, org, pk):
+    org = org_for(request, org, "manage_org")
+    hook = get_object_or_404(Webhook, organization=org, pk=pk)
+    with transaction.atomic():
+        services.queue_delivery(hook, event=None)
+    messages.info(request, "Test delivery queued: its result appears in the delivery log.")
+    return redirect("alerts:settings", org.slug)
+
+
+def _context(org, form=None, webhook_form=None, new_webhook=None):
+    return {
+        "org": org,
+        "can_manage": roles.can(org.role, "manage_org"),
+        "form": form or AlertSettingsForm(instance=AlertSettings.objects.get_or_create(organization=org)[0]),
+        "webhook_form": webhook_form or WebhookForm(org=org),
+        "new_webhook": new_webhook,
+        "webhooks": Webhook.objects.filter(organization=org),
+        "deliveries": WebhookDelivery.objects.filter(webhook__organization=org)
+                                             .select_related("webhook", "event")[:LOG_SIZE],
+        "events": AlertEvent.objects.filter(organization=org).select_related("site")[:20],
+    }

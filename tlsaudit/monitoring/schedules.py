@@ -1,0 +1,168 @@
+"""Audit schedules: pick a time in the organization's window, mirror it in django-celery-beat,
+claim each (site, date) once, and catch up a missed run once.
+
+Called by the signals, the views and workers/tasks/schedule.py; nothing here imports an engine.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
+from zoneinfo import ZoneInfo
+
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+from django_celery_beat.models import CrontabSchedule, PeriodicTask
+
+from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
+
+RUN_TASK = "workers.tasks.schedule.run_scheduled_audit"
+_rng = random.SystemRandom()
+
+
+def policy_for(org) -> OrgSchedulePolicy:
+    return OrgSchedulePolicy.objects.get_or_create(organization=org)[0]
+
+
+def pick_time(policy: OrgSchedulePolicy, rng=_rng) -> tuple[int, int]:
+    """A random (hour, minute) inside the window, so an organization's sites never all start at once."""
+    return rng.choice(policy.hours()), rng.randrange(60)
+
+
+def ensure_schedule(site, rng=_rng) -> SiteSchedule:
+    """The site's schedule, created nightly at a random time in its organization's window."""
+    existing = SiteSchedule.objects.filter(site=site).first()
+    if existing:
+        return existing
+    hour, minute = pick_time(policy_for(site.organization), rng)
+    schedule = SiteSchedule.objects.create(site=site, hour=hour, minute=minute, weekday=rng.randrange(7))
+    sync_periodic_task(schedule)
+    return schedule
+
+
+def sync_periodic_task(schedule: SiteSchedule) -> None:
+    """Create, update or delete the beat entry (one PeriodicTask + CrontabSchedule per site)."""
+    task = schedule.periodic_task
+    if not schedule.enabled:
+        if task:
+            delete_periodic_task(task)
+            SiteSchedule.objects.filter(pk=schedule.pk).update(periodic_task=None)
+            schedule.periodic_task = None
+        return
+    cron = dict(minute=str(schedule.minute), hour=str(schedule.hour), day_of_month="*", month_of_year="*",
+                day_of_week=str(schedule.weekday) if schedule.frequency == SiteSchedule.Frequency.WEEKLY else "*",
+                timezone=ZoneInfo("UTC"))
+    if task is None:
+        crontab = CrontabSchedule.objects.create(**cron)
+        task = PeriodicTask.objects.create(name=task_name(schedule.site_id), task=RUN_TASK, crontab=crontab,
+                                           args=json.dumps([schedule.site_id]))
+        SiteSchedule.objects.filter(pk=schedule.pk).update(periodic_task=task)
+        schedule.periodic_task = task
+        return
+    CrontabSchedule.objects.filter(pk=task.crontab_id).update(**cron)
+    task.enabled = True
+    task.save()  # save() tells beat its schedule changed
+
+
+def delete_periodic_task(task: PeriodicTask) -> None:
+    crontab_id = task.crontab_id
+    task.delete()
+    CrontabSchedule.objects.filter(pk=crontab_id, periodictask__isnull=True).delete()
+
+
+def task_name(site_id: int) -> str:
+    return f"scheduled audit of site {site_id}"
+
+
+def update_schedule(schedule: SiteSchedule, *, frequency: str, weekday: int) -> SiteSchedule:
+    schedule.frequency, schedule.weekday = frequency, weekday
+    schedule.save(update_fields=["frequency", "weekday", "updated_at"])
+    sync_periodic_task(schedule)
+    return schedule
+
+
+def update_policy(policy: OrgSchedulePolicy, *, start: int, end: int, rng=_rng) -> int:
+    """Save the window and move the organization's schedules now outside it; returns how many moved."""
+    policy.window_start_hour, policy.window_end_hour = start, end
+    policy.save(update_fields=["window_start_hour", "window_end_hour"])
+    hours = set(policy.hours())
+    moved = 0
+    for schedule in SiteSchedule.objects.filter(site__organization_id=policy.organization_id).select_related(
+            "periodic_task"):
+        if schedule.hour not in hours:
+            schedule.hour, schedule.minute = pick_time(policy, rng)
+            schedule.save(update_fields=["hour", "minute", "updated_at"])
+            sync_periodic_task(schedule)
+            moved += 1
+    return moved
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def claim_run(site, run_date: date, *, caught_up: bool = False) -> ScheduledRun | None:
+    """One atomic INSERT: whoever creates (site, run_date) owns that run; None = someone else has it."""
+    try:
+        with transaction.atomic():
+            return ScheduledRun.objects.create(site=site, run_date=run_date, caught_up=caught_up)
+    except IntegrityError:
+        return None
+
+
+def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool = False,
+                  run_date: date | None = None) -> str:
+    """Claim the site's run for the (UTC) date and queue its audit."""
+    from tlsaudit.audits.models import Audit
+    from tlsaudit.audits.services import queue_audit
+    from tlsaudit.sites.models import Site
+
+    site = Site.objects.select_related("organization").filter(pk=site_id).first()
+    if site is None:
+        return "skipped"  # deleted since beat read its entry
+    run_date = run_date or utc(now or timezone.now()).date()
+    run = claim_run(site, run_date, caught_up=caught_up)
+    if run is None:
+        return "duplicate"
+    audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE)
+    ScheduledRun.objects.filter(pk=run.pk).update(audit=audit)
+    return "queued"
+
+
+def last_slot(schedule: SiteSchedule, now: datetime) -> datetime:
+    """The latest time at or before `now` at which the schedule should have fired."""
+    now = utc(now)
+    slot = datetime.combine(now.date(), time(schedule.hour, schedule.minute), tzinfo=dt_timezone.utc)
+    if slot > now:
+        slot -= timedelta(days=1)
+    if schedule.frequency == SiteSchedule.Frequency.WEEKLY:
+        while cron_weekday(slot) != schedule.weekday:
+            slot -= timedelta(days=1)
+    return slot
+
+
+def cron_weekday(moment: datetime) -> int:
+    return (moment.weekday() + 1) % 7  # cron counts from Sunday = 0, Python from Monday = 0
+
+
+def catch_up(now: datetime | None = None) -> list[int]:
+    """1. for each enabled schedule, find the latest slot that should have fired by now;
+    2. skip it when a run is claimed for that date or later, or the schedule did not exist yet;
+    3. else claim that one date and queue: after N missed nights, one audit, not N.
+    Returns the ids of the sites queued."""
+    now = utc(now or timezone.now())
+    schedules = (SiteSchedule.objects.exclude(frequency=SiteSchedule.Frequency.OFF)
+                 .annotate(last_run=Max("site__scheduled_runs__run_date")).order_by("site_id"))
+    queued = []
+    for schedule in schedules:
+        slot = last_slot(schedule, now)
+        if slot < schedule.created_at or (schedule.last_run and schedule.last_run >= slot.date()):
+            continue
+        if run_scheduled(schedule.site_id, now, caught_up=True, run_date=slot.date()) == "queued":
+            queued.append(schedule.site_id)
+    return queued
+
+
+def utc(moment: datetime) -> datetime:
+    return moment.astimezone(dt_timezone.utc)

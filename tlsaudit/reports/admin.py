@@ -1,0 +1,19 @@
+from django.contrib import admin
+
+from tlsaudit.reports.models import Report, ReportBranding
+
+
+@admin.register(Report)
+class ReportAdmin(admin.ModelAdmin):
+    list_display = ["id", "organization", "site", "kind", "status", "size", "pages", "created_at"]
+    list_filter = ["kind", "status", "organization"]
+    search_fields = ["site__hostname", "organization__name", "error"]
+    raw_id_fields = ["organization", "site", "requested_by"]
+    readonly_fields = ["created_at", "finished_at"]
+
+
+@admin.register(ReportBranding)
+class ReportBrandingAdmin(admin.ModelAdmin):
+    list_display = ["organization", "accent_color"]
+    search_fields = ["organization__name"]
+    raw_id_fields = ["organization"]

@@ -1,0 +1,161 @@
+"""What a PDF report shows, as plain dicts: the audit report page's numbers (audits.presenters),
+the grade history, the latest performance and browser charts, and the organization's branding.
+
+Charts are specs {id, title, type, labels, datasets, stacked, x_title, y_title, table}; the print
+template draws them with Chart.js (inlined) and prints each table under its chart.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.staticfiles import finders
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+
+from tlsaudit.audits.presenters import present_report
+
+GRADE_ORDER = {"A+": 0, "A": 1, "A-": 2, "B": 3, "C": 4, "D": 5, "E": 6, "F": 7, "T": 8, "M": 9}
+PRINTABLE_CHARTS = ("bar", "line")
+MAX_TABLE_ROWS = 20
+HISTORY_POINTS = 60
+
+
+def site_report(site, audit, *, org=None) -> dict:
+    """The context of templates/reports/site_report.html for `site` and its finished `audit` (or None)."""
+    org = org or site.organization
+    context = {"org": org, "site": site, "audit": audit, "branding": branding_of(org), "generated_at": timezone.now(),
+               "charts": []}
+    if audit is not None:
+        context.update(present_report(audit))
+    if site.pk:
+        history = history_chart(site)
+        perf, probe = latest_perf_run(site), latest_probe(site)
+        context.update(history=history, perf=perf, probe=probe,
+                       perf_charts=printable(perf_charts(perf)), probe_charts=printable(probe_charts(probe)))
+        context["charts"] = [c for c in [history, *context["perf_charts"], *context["probe_charts"]] if c]
+    if audit is not None:
+        context["charts"].insert(0, scores_spec(context["scores_chart"]))
+    return context
+
+
+def portfolio_report(org) -> dict:
+    """Every site of `org` with its grade, score and certificate expiry, worst first."""
+    rows = [portfolio_row(site) for site in org.sites.select_related("last_audit").all()]
+    rows.sort(key=lambda r: (GRADE_ORDER.get(r["grade"], 10) * -1, r["score"] if r["score"] is not None else -1,
+                             r["site"].hostname))
+    grades = {}
+    for row in rows:
+        grades[row["grade"] or "none"] = grades.get(row["grade"] or "none", 0) + 1
+    chart = {"id": "grades", "title": "Sites per grade", "type": "bar", "x_title": "grade", "y_title": "sites",
+             "labels": list(grades), "datasets": [{"label": "sites", "data": list(grades.values())}], "stacked": False}
+    return {"org": org, "branding": branding_of(org), "generated_at": timezone.now(), "rows": rows,
+            "charts": [chart] if rows else []}
+
+
+def portfolio_row(site) -> dict:
+    audit = site.last_audit if site.last_audit_status == "done" else None
+    expiry = leaf_expiry(audit)
+    days = (expiry - timezone.now()).days if expiry else None
+    return {"site": site, "grade": audit.grade if audit else "", "score": audit.score if audit else None,
+            "expires": expiry, "days_left": days, "audited_at": site.last_audit_at, "status": site.last_audit_status}
+
+
+def leaf_expiry(audit):
+    if audit is None:
+        return None
+    leaf = audit.certificates.filter(position=0).order_by("not_after").first()
+    return leaf.not_after if leaf else None
+
+
+def history_chart(site) -> dict | None:
+    audits = list(site.audits.filter(status="done", score__isnull=False)
+                  .order_by("-finished_at", "-created_at").values("finished_at", "created_at", "score", "grade")
+                  [:HISTORY_POINTS])[::-1]
+    if not audits:
+        return None
+    labels = [f"{(a['finished_at'] or a['created_at']):%Y-%m-%d %H:%M}" for a in audits]
+    return {"id": "history", "title": "Grade history (score per audit)", "type": "line", "x_title": "audit",
+            "y_title": "score", "labels": labels, "stacked": False, "min": 0, "max": 100,
+            "datasets": [{"label": "score", "data": [a["score"] for a in audits],
+                          "point_labels": [a["grade"] for a in audits]}],
+            "table": {"header": ["audit", "grade", "score"],
+                      "rows": [[label, a["grade"], a["score"]] for label, a in zip(labels, audits)][-MAX_TABLE_ROWS:]}}
+
+
+def scores_spec(scores: dict) -> dict:
+    return {"id": "scores", "title": "Score breakdown", "type": "bar", "horizontal": True, "x_title": "", "y_title": "",
+            "labels": scores["labels"], "min": 0, "max": 100, "stacked": False,
+            "datasets": [{"label": "score", "data": scores["values"]}]}
+
+
+def latest_perf_run(site):
+    from tlsaudit.loadtests.models import PerfRun
+
+    return PerfRun.objects.filter(site=site, status=PerfRun.Status.DONE).order_by("-created_at").first()
+
+
+def latest_probe(site):
+    from tlsaudit.probes.models import Probe
+
+    return Probe.objects.filter(site=site, status=Probe.Status.DONE).order_by("-created_at").first()
+
+
+def perf_charts(run) -> list[dict]:
+    from tlsaudit.loadtests.presenters import charts_for
+
+    return charts_for(run) if run else []
+
+
+def probe_charts(probe) -> list[dict]:
+    from tlsaudit.probes.presenters import charts_for
+
+    return charts_for(probe) if probe and probe.result else []
+
+
+def printable(charts: list[dict]) -> list[dict]:
+    """Bar and line charts (the waterfall is an interactive view), tables cut to fit a page."""
+    out = []
+    for chart in charts:
+        if chart.get("type") not in PRINTABLE_CHARTS:
+            continue
+        table = chart.get("table") or {"header": [], "rows": []}
+        out.append({**chart, "id": f"{chart['id']}-{len(out)}",
+                    "table": {"header": table["header"], "rows": table["rows"][:MAX_TABLE_ROWS]}})
+    return out
+
+
+def chart_specs(charts: list[dict]) -> list[dict]:
+    """What the page's script needs (no tables)."""
+    return [{k: v for k, v in c.items() if k != "table"} for c in charts]
+
+
+def branding_of(org) -> dict:
+    from tlsaudit.reports.models import ReportBranding
+
+    branding = ReportBranding.objects.filter(organization_id=org.pk).first() if org.pk else None
+    return {"logo": branding.logo_data_uri if branding else "",
+            "accent": branding.accent_color if branding else "#1f4e9c"}
+
+
+# --- inlined assets: the PDF page loads nothing from the network ------------------------------
+
+@cache
+def inlined_assets() -> dict:
+    """Chart.js and the print CSS/JS as text for <script>/<style>. Inline scripts are fine here:
+    this page is rendered offline by our own Chromium, never served under the app's CSP."""
+    templates = Path(settings.BASE_DIR) / "templates" / "reports"
+    return {"chartjs": mark_safe(read_static("vendor/chart.umd.min.js")),
+            "css": mark_safe((templates / "print.css").read_text()),
+            "js": mark_safe((templates / "report.js").read_text())}
+
+
+def read_static(path: str) -> str:
+    found = finders.find(path)
+    if not found:
+        raise FileNotFoundError(f"static file {path} is missing")
+    text = Path(found).read_text()
+    assert "</script" not in text.lower(), f"{path} would close its inline <script> early"
+    return text

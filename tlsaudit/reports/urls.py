@@ -1,0 +1,11 @@
+from django.urls import path
+
+from tlsaudit.reports import views
+
+app_name = "reports"
+urlpatterns = [
+    path("portfolio/", views.request_portfolio, name="request_portfolio"),
+    path("sites/<int:pk>/", views.request_site, name="request_site"),
+    path("<int:report_id>/", views.report_detail, name="detail"),
+    path("<int:report_id>/download/", views.download, name="download"),
+]

@@ -1,0 +1,52 @@
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from tlsaudit.domain import roles
+from tlsaudit.orgs.access import org_for
+from tlsaudit.reports import services
+from tlsaudit.reports.models import Report
+from tlsaudit.sites.views import site_for
+
+
+@login_required
+@require_POST
+def request_site(request, org, pk):
+    org, site = site_for(request, org, pk, "run_audits")
+    report, created = services.queue_report(org, site=site, user=request.user)
+    if not created:
+        messages.info(request, "A report of this site is already being made: here it is.")
+    return redirect(report)
+
+
+@login_required
+@require_POST
+def request_portfolio(request, org):
+    org = org_for(request, org, "run_audits")
+    report, created = services.queue_report(org, user=request.user)
+    if not created:
+        messages.info(request, "A portfolio report is already being made: here it is.")
+    return redirect(report)
+
+
+@login_required
+def report_detail(request, org, report_id):
+    org = org_for(request, org)
+    report = get_object_or_404(Report.objects.select_related("site", "organization"), organization=org, pk=report_id)
+    context = {"org": org, "report": report, "can_request": roles.can(org.role, "run_audits")}
+    template = "reports/detail.html#report-status" if request.htmx else "reports/detail.html"
+    return render(request, template, context)
+
+
+@login_required
+def download(request, org, report_id):
+    org = org_for(request, org)
+    report = get_object_or_404(Report.objects.select_related("site", "organization"), organization=org,
+                               pk=report_id, status=Report.Status.DONE)
+    try:
+        handle = report.file.open("rb")
+    except (FileNotFoundError, ValueError):
+        raise Http404("The PDF file is gone.") from None
+    return FileResponse(handle, as_attachment=True, filename=report.filename, content_type="application/pdf")

@@ -1,0 +1,18 @@
+"""Scheduled audits: beat fires one entry per site; the claim per (site, date) makes retries,
+duplicate deliveries and two beats harmless. On the default queue: they only enqueue."""
+
+from workers.celery import app
+
+
+@app.task(name="workers.tasks.schedule.run_scheduled_audit", acks_late=True)
+def run_scheduled_audit(site_id: int) -> str:
+    from tlsaudit.monitoring.schedules import run_scheduled
+
+    return run_scheduled(site_id)
+
+
+@app.task(name="workers.tasks.schedule.catch_up", acks_late=False, expires=600)
+def catch_up() -> list[int]:
+    from tlsaudit.monitoring.schedules import catch_up as sweep
+
+    return sweep()
