@@ -145,3 +145,16 @@ def test_the_reaper_requeues_an_abandoned_audit_once_then_fails_it(audit_worker,
     assert services.reap_abandoned() == {"requeued": 0, "failed": 1}
     twice.refresh_from_db()
     assert (twice.status, twice.error_code) == ("failed", "worker_lost")
+
+
+def test_a_site_deleted_while_its_audit_is_queued_is_skipped_and_the_worker_goes_on(start_audit_worker, alice,
+                                                                                  lab_org, tls_lab,
+                                                                                  django_capture_on_commit_callbacks):
+    doomed = lab_site(lab_org, tls_lab, "b_cbc_only")
+    with django_capture_on_commit_callbacks(execute=True):
+        queued, _ = services.queue_audit(doomed, user=alice)  # the task message is in Redis now
+    doomed.delete()  # the audit row goes with its site
+    assert not Audit.objects.filter(pk=queued.pk).exists()
+    start_audit_worker()
+    good = lab_site(lab_org, tls_lab, "a_plus_rsa_hsts")
+    assert wait_finished(services.queue_audit(good, user=alice)[0]).status == "done"

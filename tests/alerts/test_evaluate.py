@@ -45,7 +45,9 @@ def test_it_emails_a_grade_drop_once_even_when_evaluated_twice(recipients, site_
     [(html, mimetype)] = message.alternatives
     assert mimetype == "text/html"
     assert f'href="{site_link}"' in html and f'href="{preferences}"' in html
-    assert message.extra_headers["List-Unsubscribe"] == f"<{preferences}>"
+    unsubscribe = f"<{settings.SITE_URL}/o/{site_a.organization.slug}/alerts/unsubscribe/"
+    assert message.extra_headers["List-Unsubscribe"].startswith(unsubscribe)
+    assert message.extra_headers["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
 
 
 @pytest.mark.django_db

@@ -7,7 +7,7 @@ import json
 import time
 
 from django.conf import settings
-from django.core import mail
+from django.core import mail, signing
 from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -128,14 +128,39 @@ def email_pending(**filters) -> int:
     return sent
 
 
+UNSUBSCRIBE_SALT = "tlsaudit.alerts.unsubscribe"
+UNSUBSCRIBE_MAX_AGE = 60 * 60 * 24 * 90  # seconds: a link in a three-month-old alert still works
+
+
+def unsubscribe_token(address: str, org_id: int) -> str:
+    """A signed (not encrypted) token naming one recipient address of one organization."""
+    return signing.dumps({"email": address.strip().lower(), "org": org_id}, salt=UNSUBSCRIBE_SALT, compress=True)
+
+
+def read_unsubscribe_token(token: str, max_age: int = UNSUBSCRIBE_MAX_AGE) -> tuple[str, int]:
+    """(address, org id); raises signing.SignatureExpired / signing.BadSignature."""
+    data = signing.loads(token, salt=UNSUBSCRIBE_SALT, max_age=max_age)
+    if not isinstance(data, dict) or not isinstance(data.get("email"), str) or not isinstance(data.get("org"), int):
+        raise signing.BadSignature("Malformed unsubscribe token.")
+    return data["email"], data["org"]
+
+
+def unsubscribe_link(org, address: str) -> str:
+    return settings.SITE_URL + reverse("alerts:unsubscribe", args=[org.slug, unsubscribe_token(address, org.pk)])
+
+
 def alert_message(event: AlertEvent, to: str) -> mail.EmailMultiAlternatives:
     preferences = settings.SITE_URL + reverse("alerts:settings", args=[event.organization.slug])
+    unsubscribe = unsubscribe_link(event.organization, to)
     context = {"event": event, "site": event.site, "org": event.organization, "site_url": settings.SITE_URL,
-               "site_link": settings.SITE_URL + event.site.get_absolute_url(), "preferences_link": preferences}
+               "site_link": settings.SITE_URL + event.site.get_absolute_url(), "preferences_link": preferences,
+               "unsubscribe_link": unsubscribe}
     subject = render_to_string("emails/alert-subject.txt", context).strip()
     message = mail.EmailMultiAlternatives(subject, render_to_string("emails/alert-body.txt", context),
                                           settings.DEFAULT_FROM_EMAIL, [to],
-                                          headers={"List-Unsubscribe": f"<{preferences}>"})
+                                          # RFC 8058 one-click: mail clients POST to the signed link.
+                                          headers={"List-Unsubscribe": f"<{unsubscribe}>",
+                                                   "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
     message.attach_alternative(render_to_string("emails/alert-body.html", context), "text/html")
     return message
 

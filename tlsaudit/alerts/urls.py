@@ -9,3 +9,4 @@ urlpatterns = [
     path("webhooks/<int:pk>/delete/", views.delete_webhook, name="delete_webhook"),
     path("webhooks/<int:pk>/test/", views.test_webhook, name="test_webhook"),
 ]
+urlpatterns += [path("unsubscribe/<str:token>/", views.unsubscribe, name="unsubscribe")]

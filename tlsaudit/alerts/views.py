@@ -1,15 +1,18 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods, require_POST
 
 from tlsaudit.alerts import services
 from tlsaudit.alerts.forms import AlertSettingsForm, WebhookForm
 from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
+from tlsaudit.orgs.models import Organization
 
 LOG_SIZE = 50
 
@@ -75,3 +78,38 @@ def _context(org, form=None, webhook_form=None, new_webhook=None):
                                              .select_related("webhook", "event")[:LOG_SIZE],
         "events": AlertEvent.objects.filter(organization=org).select_related("site")[:20],
     }
+
+
+# The signed token in the link is the credential: no login, and no CSRF token either, so that
+# mail clients can POST it themselves (RFC 8058 one-click unsubscribe).
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request, org, token):
+    """GET: confirm; POST: remove the token's address from the organization's alert recipients."""
+    try:
+        address, org_id = services.read_unsubscribe_token(token)
+    except signing.SignatureExpired:
+        return _bad_link(request, "This unsubscribe link has expired. Sign in and change the alert recipients instead.")
+    except signing.BadSignature:
+        return _bad_link(request, "This unsubscribe link is not valid: it may have been cut or changed.")
+    organization = Organization.objects.filter(pk=org_id, slug=org).first()
+    if organization is None:
+        return _bad_link(request, "This unsubscribe link is not valid: it may have been cut or changed.")
+    context = {"org": organization, "address": address, "done": False}
+    if request.method == "POST":
+        with transaction.atomic():
+            prefs = AlertSettings.objects.select_for_update().filter(organization=organization).first()
+            kept = [a for a in (prefs.recipients if prefs else []) if a.strip().lower() != address]
+            context["was_recipient"] = bool(prefs) and len(kept) != len(prefs.recipients)
+            if context["was_recipient"]:
+                prefs.recipients = kept
+                prefs.save(update_fields=["recipients"])
+        context["done"] = True
+    else:
+        prefs = AlertSettings.objects.filter(organization=organization).first()
+        context["was_recipient"] = bool(prefs) and address in [a.strip().lower() for a in prefs.recipients]
+    return render(request, "alerts/unsubscribe.html", context)
+
+
+def _bad_link(request, message):
+    return render(request, "alerts/unsubscribe.html", {"error": message}, status=400)

@@ -1,35 +1,87 @@
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
-from tlsaudit.monitoring import history
+from tlsaudit.domain import roles
+from tlsaudit.monitoring import history, schedules
+from tlsaudit.monitoring.forms import ScheduleForm, WindowForm
 from tlsaudit.sites.views import site_for
 
 
 @login_required
 def site_history(request, org, pk):
     org, site = site_for(request, org, pk)
+    return render(request, "monitoring/history.html", _history_context(request, org, site))
+
+
+def _history_context(request, org, site, schedule_form=None):
     audits = list(history.done_audits(site))
     pair = history.pick_pair(audits, request.GET.get("a"), request.GET.get("b"))
-    context = {"org": org, "site": site, "audits": audits, "chart": history.chart_series(audits),
-               "pair": pair, "diff": history.diff_between(*pair) if pair else None,
-               "nightly": history.latest_nightly_diff(audits), "schedule": getattr(site, "schedule", None)}
-    return render(request, "monitoring/history.html", context)
+    schedule = getattr(site, "schedule", None)
+    if schedule_form is None and schedule is not None:
+        schedule_form = ScheduleForm(initial={"frequency": schedule.frequency, "weekday": schedule.weekday})
+    return {"org": org, "site": site, "audits": audits, "chart": history.chart_series(audits),
+            "pair": pair, "diff": history.diff_between(*pair) if pair else None,
+            "nightly": history.latest_nightly_diff(audits), "schedule": schedule,
+            "schedule_form": schedule_form, "can_schedule": roles.can(org.role, "manage_sites")}
+
+
+@login_required
+@require_POST
+def site_schedule(request, org, pk):
+    """Owners, admins and members change a site's schedule; viewers 403, other orgs 404."""
+    org, site = site_for(request, org, pk, "manage_sites")
+    schedule = schedules.ensure_schedule(site)
+    site.schedule = schedule
+    form = ScheduleForm(request.POST)
+    if not form.is_valid():
+        return render(request, "monitoring/history.html", _history_context(request, org, site, form), status=400)
+    weekday = form.cleaned_data["weekday"]
+    schedules.update_schedule(schedule, frequency=form.cleaned_data["frequency"],
+                              weekday=schedule.weekday if weekday is None else weekday)
+    messages.success(request, f"Schedule saved: {schedule.get_frequency_display().lower()}.")
+    return redirect("monitoring:history", org.slug, site.pk)
 
 
 @login_required
 def portfolio(request, org):
-    from django.utils import timezone
-
-    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows
     from tlsaudit.orgs.access import org_for
 
     org = org_for(request, org)
+    return render(request, "monitoring/portfolio.html", _portfolio_context(request, org))
+
+
+def _portfolio_context(request, org, window_form=None):
+    from django.utils import timezone
+
+    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows
+
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()
     rows = portfolio_rows(org, now, tag=tag, grade=grade)
-    context = {"org": org, "rows": rows, "calendar": expiry_calendar(rows, now), "tag": tag, "grade": grade,
-               "tags": org.tags.values_list("name", flat=True), "grades": GRADES}
-    return render(request, "monitoring/portfolio.html", context)
+    policy = schedules.policy_for(org)
+    if window_form is None:
+        window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
+    return {"org": org, "rows": rows, "calendar": expiry_calendar(rows, now), "tag": tag, "grade": grade,
+            "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
+            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org")}
+
+
+@login_required
+@require_POST
+def schedule_window(request, org):
+    """Owners and admins set the hours in which the organization's scheduled audits start."""
+    from tlsaudit.orgs.access import org_for
+
+    org = org_for(request, org, "manage_org")
+    form = WindowForm(request.POST)
+    if not form.is_valid():
+        return render(request, "monitoring/portfolio.html", _portfolio_context(request, org, form), status=400)
+    moved = schedules.update_policy(schedules.policy_for(org), start=form.cleaned_data["start"],
+                                    end=form.cleaned_data["end"])
+    messages.success(request, f"Audit window saved; {moved} site schedule(s) moved into it.")
+    return redirect("monitoring:portfolio", org.slug)
 
 
 GRADES = ("A+", "A", "A-", "B", "C", "D", "E", "F", "T", "M")

@@ -64,3 +64,72 @@ class Report(models.Model):
     def filename(self) -> str:
         subject = self.site.hostname if self.site_id else self.organization.slug
         return f"tls-report-{subject}-{self.created_at:%Y-%m-%d}.pdf"
+
+
+# -- scheduled digests (weekly / monthly portfolio PDF emailed to an organization's recipients) --
+
+MAX_DIGEST_RECIPIENTS = 20
+
+
+def validate_recipients(value):
+    """A list of distinct email addresses, at most MAX_DIGEST_RECIPIENTS."""
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    if not isinstance(value, list):
+        raise ValidationError("A list of email addresses.")
+    if len(value) > MAX_DIGEST_RECIPIENTS:
+        raise ValidationError(f"At most {MAX_DIGEST_RECIPIENTS} recipients ({len(value)} given).")
+    for address in value:
+        if not isinstance(address, str):
+            raise ValidationError("A list of email addresses.")
+        validate_email(address)
+    if len({a.lower() for a in value}) != len(value):
+        raise ValidationError("Each address once.")
+
+
+class ReportSchedule(models.Model):
+    class Frequency(models.TextChoices):
+        WEEKLY = "weekly", "Weekly"
+        MONTHLY = "monthly", "Monthly"
+        OFF = "off", "Off"
+
+    organization = models.OneToOneField("orgs.Organization", on_delete=models.CASCADE, related_name="report_schedule")
+    frequency = models.CharField(max_length=10, choices=Frequency.choices, default=Frequency.OFF)
+    recipients = models.JSONField(default=list, blank=True, validators=[validate_recipients],
+                                  help_text=f"Email addresses, at most {MAX_DIGEST_RECIPIENTS}.")
+    last_sent_period = models.CharField(max_length=10, blank=True,
+                                        help_text='The last period a digest was started for, e.g. "2026-W47" or "2026-11".')
+
+    def __str__(self):
+        return f"Digest schedule of {self.organization} ({self.frequency})"
+
+
+class DigestDelivery(models.Model):
+    """One digest email to one recipient for one period: unique, so it is sent once."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SENT = "sent", "Sent"
+        FAILED = "failed", "Failed"
+
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="digest_deliveries")
+    schedule = models.ForeignKey(ReportSchedule, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="deliveries")
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="digest_deliveries")
+    period = models.CharField(max_length=10)
+    recipient = models.EmailField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "digest deliveries"
+        constraints = [models.UniqueConstraint(fields=["organization", "period", "recipient"],
+                                               name="digest_once_per_period_and_recipient")]
+
+    def __str__(self):
+        return f"Digest {self.period} to {self.recipient} ({self.status})"

@@ -89,8 +89,21 @@ def site_detail(request, org, pk):
     latest = next((a for a in audits if a.status == "done"), None)
     return render(request, "sites/detail.html", {
         "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
-        "latest": latest,
+        "latest": latest, "since_previous": since_previous(site),
     })
+
+
+def since_previous(site):
+    """(previous, latest, diff) of the site's last two done audits when something changed, else None."""
+    from tlsaudit.audits.models import Audit
+    from tlsaudit.monitoring.history import diff_between
+
+    last_two = list(Audit.objects.filter(site=site, status=Audit.Status.DONE).order_by("-finished_at", "-pk")[:2])
+    if len(last_two) < 2:
+        return None
+    new, old = last_two
+    diff = diff_between(old, new)
+    return (old, new, diff) if diff.changed else None
 
 
 @login_required

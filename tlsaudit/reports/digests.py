@@ -1,0 +1,139 @@
+"""Scheduled PDF digests: each organization with a weekly or monthly ReportSchedule gets, once per
+period, a portfolio Report emailed as an attachment to each of its digest recipients.
+
+Flow (the beat entry "send due report digests" runs daily, see migrations/0002_digests.py):
+1. start_due(): for each schedule whose current period ("2026-W47", "2026-11") differs from
+   last_sent_period, claim the period with one atomic UPDATE (two beats or a retried task claim it
+   once), create a portfolio Report and one DigestDelivery per recipient (unique per org, period and
+   recipient), then on commit queue the same render task the UI uses, with the deliveries linked.
+2. The render task (browser queue, where Chromium lives) stores the PDF on the Report row.
+3. deliver(): one email per recipient with the PDF attached. An SMTP failure marks the delivery
+   failed with its error and raises so the Celery task retries with backoff; the Report row and its
+   file are kept whatever happens to the email.
+Nothing here imports Playwright or the engines.
+"""
+
+from __future__ import annotations
+
+import smtplib
+from datetime import UTC, datetime
+
+from django.conf import settings
+from django.core import mail
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+
+from tlsaudit.reports import services
+from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
+
+DELIVER_TASK = "workers.tasks.digests.deliver_digest"
+SMTP_ERRORS = (smtplib.SMTPException, OSError)
+
+
+class ReportNotReady(Exception):
+    """The digest's PDF is still queued or rendering: try the delivery again later."""
+
+
+def period_key(frequency: str, now: datetime) -> str:
+    """The period `now` falls in: ISO week "2026-W47" for weekly, "2026-11" for monthly, "" when off."""
+    now = now.astimezone(UTC) if timezone.is_aware(now) else now
+    if frequency == ReportSchedule.Frequency.WEEKLY:
+        year, week, _ = now.isocalendar()
+        return f"{year}-W{week:02d}"
+    if frequency == ReportSchedule.Frequency.MONTHLY:
+        return f"{now:%Y-%m}"
+    return ""
+
+
+def is_due(schedule: ReportSchedule, now: datetime) -> bool:
+    period = period_key(schedule.frequency, now)
+    return bool(period and schedule.recipients and schedule.last_sent_period != period)
+
+
+def start_due(now: datetime | None = None) -> list[Report]:
+    """Start this period's digest of every due organization; returns the Reports created."""
+    now = now or timezone.now()
+    started = []
+    schedules = (ReportSchedule.objects.exclude(frequency=ReportSchedule.Frequency.OFF)
+                 .select_related("organization"))
+    for schedule in schedules:
+        if is_due(schedule, now):
+            report = start(schedule, period_key(schedule.frequency, now))
+            if report is not None:
+                started.append(report)
+    return started
+
+
+def start(schedule: ReportSchedule, period: str) -> Report | None:
+    with transaction.atomic():
+        claimed = (ReportSchedule.objects.filter(pk=schedule.pk).exclude(last_sent_period=period)
+                   .update(last_sent_period=period))
+        if not claimed:
+            return None  # another run started this period's digest
+        sent = set(DigestDelivery.objects.filter(organization_id=schedule.organization_id, period=period)
+                   .values_list("recipient", flat=True))
+        recipients = [r for r in dict.fromkeys(a.lower() for a in schedule.recipients) if r not in sent]
+        if not recipients:
+            return None
+        report = Report.objects.create(organization=schedule.organization, kind=Report.Kind.PORTFOLIO)
+        deliveries = [DigestDelivery.objects.create(organization_id=schedule.organization_id, schedule=schedule,
+                                                    report=report, period=period, recipient=to)
+                      for to in recipients]
+        ids = [d.pk for d in deliveries]
+        transaction.on_commit(lambda: send(report.pk, ids))
+    return report
+
+
+def send(report_id: int, delivery_ids: list[int]) -> None:
+    """Render on the browser queue (same task as the UI's reports); each delivery runs once it is done."""
+    from workers.celery import app
+
+    links = [app.signature(DELIVER_TASK, args=[pk], immutable=True) for pk in delivery_ids]
+    app.send_task(services.RENDER_TASK, args=[report_id], link=links)
+
+
+def deliver(delivery_id: int) -> str:
+    """Email one delivery. "sent" / "skipped"; raises ReportNotReady or the SMTP error (after
+    recording it on the row) so that the task retries."""
+    failure = None
+    with transaction.atomic():
+        row = (DigestDelivery.objects.select_for_update(of=("self",))
+               .select_related("report", "organization").filter(pk=delivery_id).first())
+        if row is None or row.status == DigestDelivery.Status.SENT:
+            return "skipped"  # deleted with its organization, or already delivered
+        report = row.report
+        if report.status == Report.Status.FAILED:
+            row.status, row.error = DigestDelivery.Status.FAILED, f"The PDF was not rendered: {report.error}"[:2000]
+            row.save(update_fields=["status", "error", "updated_at"])
+            return "failed"
+        if report.status != Report.Status.DONE:
+            raise ReportNotReady(f"report {report.pk} is {report.status}")
+        row.attempts += 1
+        try:
+            message(row).send()
+        except SMTP_ERRORS as exc:
+            row.status, row.error = DigestDelivery.Status.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+            failure = exc
+        else:
+            row.status, row.error = DigestDelivery.Status.SENT, ""
+        row.save(update_fields=["status", "error", "attempts", "updated_at"])
+    if failure is not None:
+        raise failure
+    return "sent"
+
+
+def message(row: DigestDelivery) -> mail.EmailMultiAlternatives:
+    org, report = row.organization, row.report
+    portfolio = settings.SITE_URL + reverse("monitoring:portfolio", args=[org.slug])
+    weekly = "W" in row.period
+    context = {"org": org, "report": report, "period": row.period, "weekly": weekly,
+               "portfolio_link": portfolio, "site_url": settings.SITE_URL}
+    subject = render_to_string("emails/digest-subject.txt", context).strip()
+    email = mail.EmailMultiAlternatives(subject, render_to_string("emails/digest-body.txt", context),
+                                        settings.DEFAULT_FROM_EMAIL, [row.recipient])
+    email.attach_alternative(render_to_string("emails/digest-body.html", context), "text/html")
+    with report.file.open("rb") as pdf:
+        email.attach(report.filename, pdf.read(), "application/pdf")
+    return email
