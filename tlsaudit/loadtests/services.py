@@ -8,10 +8,8 @@ Nothing here imports the engines: the tasks in workers/tasks/load.py do.
 from __future__ import annotations
 
 import threading
-import time
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone

@@ -4,14 +4,14 @@ Every view finds the site through site_for(): other organizations get 404, viewe
 but get 403 on anything that starts, stops or checks.
 """
 
-import csv
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles
 from tlsaudit.loadtests import presets, services
 from tlsaudit.loadtests import verification as proofs
@@ -116,13 +116,4 @@ def run_stop(request, org, pk, run_id):
 def run_csv(request, org, pk, run_id, table):
     org, site = site_for(request, org, pk)
     run = get_object_or_404(PerfRun, site=site, pk=run_id)
-    tables = csv_tables(run)
-    if table not in tables:
-        raise Http404("No such table.")
-    header, rows = tables[table]
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-{table}.csv"'
-    writer = csv.writer(response)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return response
+    return csv_download(csv_tables(run), table, f"run-{run.pk}-{table}.csv")

@@ -4,14 +4,13 @@ Every view finds the site through site_for(): other organizations get 404, viewe
 but get 403 on "Run".
 """
 
-import csv
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
@@ -68,13 +67,4 @@ def probe_detail(request, org, pk, probe_id):
 def probe_csv(request, org, pk, probe_id, table):
     org, site = site_for(request, org, pk)
     probe = get_object_or_404(Probe, site=site, pk=probe_id)
-    tables = csv_tables(probe)
-    if table not in tables:
-        raise Http404("No such table.")
-    header, rows = tables[table]
-    response = HttpResponse(content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="probe-{probe.pk}-{table}.csv"'
-    writer = csv.writer(response)
-    writer.writerow(header)
-    writer.writerows(rows)
-    return response
+    return csv_download(csv_tables(probe), table, f"probe-{probe.pk}-{table}.csv")
