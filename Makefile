@@ -13,7 +13,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup run test system services vendor lock check clean
+.PHONY: setup run test system services vendor lock check clean bench bench-full schema
 
 setup: $(STAMP)  ## idempotent: venv + pinned requirements
 
@@ -38,10 +38,32 @@ test: setup system services
 	@mkdir -p var/test test-artifacts
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
+# make bench: its own PostgreSQL database (created and migrated by the scripts) and Redis database.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tlsaudit_bench
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/14
+BENCH_ENV := DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/bench
+MODE ?= quick
+
+bench: setup system services  ## benchmarks, quick mode (< 5 min; MODE=full for all), writes docs/benchmarks.md
+	@mkdir -p var/bench
+	$(BENCH_ENV) $(PY) bench/run.py --mode $(MODE) $(BENCH_ARGS)
+
+bench-full:  ## benchmarks, full mode (about 25 min), writes docs/benchmarks.md
+	$(MAKE) bench MODE=full
+
+check: setup  ## security checks CI runs: bandit (any finding fails) and the dependency audit (.ci/audit-deps)
+	$(VENV)/bin/bandit -r tlsaudit workers -ll -q
+	.ci/audit-deps
+
 vendor:  ## refresh static/vendor from the npm registry (package-lock.json)
 	npm ci --no-audit --no-fund
 	cp node_modules/htmx.org/dist/htmx.min.js static/vendor/htmx.min.js
 	cp node_modules/chart.js/dist/chart.umd.min.js static/vendor/chart.umd.min.js
+	@# The .map is not vendored: its comment would make collectstatic's manifest step fail.
+	sed -i '/^\/\/# sourceMappingURL=/d' static/vendor/chart.umd.min.js
+
+schema: setup  ## regenerate docs/openapi.yaml (a test fails when it drifts from the code)
+	TLSAUDIT_DEV=1 $(PY) manage.py spectacular --validate --fail-on-warn --file docs/openapi.yaml
 
 lock:  ## re-pin requirements.txt from requirements.in
 	$(PY) -m pip install --quiet -r requirements.in

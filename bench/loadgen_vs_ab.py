@@ -49,11 +49,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.contract import Recorder, add_arguments  # noqa: E402
 from tests.support.tls_servers import require_nginx, start_lab  # noqa: E402
 from workers.load.client import run_load  # noqa: E402
 from workers.load.spec import LoadSpec  # noqa: E402
 
+BENCH = {"title": "Load generator vs ab/wrk", "order": 50, "quick_timeout_s": 240, "full_timeout_s": 1800}
 FIXTURE = "load_no_resumption"
+QUICK_SCALE, QUICK_ROUNDS = 0.05, 1
 # mode -> (scheme, keep-alive, n for the throughput run, n for the c=1 latency run)
 MODES = {
     "HTTP keep-alive": ("http", True, 50_000, 3_000),
@@ -210,11 +213,17 @@ def tool_versions() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    add_arguments(parser)
+    parser.add_argument("--rounds", type=int, help=f"default 3 (quick {QUICK_ROUNDS})")
     parser.add_argument("-c", "--concurrency", type=int, default=50)
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply every n (e.g. 0.2 for a quick run)")
+    parser.add_argument("--scale", type=float, help=f"multiply every n (default 1.0, quick {QUICK_SCALE})")
     parser.add_argument("--no-pin", action="store_true", help="do not pin nginx to CPU 0 and the clients to CPU 1")
     args = parser.parse_args()
+    args.rounds = args.rounds if args.rounds is not None else (QUICK_ROUNDS if args.quick else 3)
+    args.scale = args.scale if args.scale is not None else (QUICK_SCALE if args.quick else 1.0)
+    if args.rounds < 1 or args.scale <= 0 or args.concurrency < 1:
+        parser.error("--rounds and -c must be at least 1, --scale positive")
+    recorder = Recorder(BENCH["title"], args)
     if not shutil.which("ab"):
         sys.exit("ab not found: apt-get install -y apache2-utils")
     require_nginx()
@@ -233,6 +242,26 @@ def main() -> None:
     print(f"Medians of {args.rounds} rounds, n per mode: " +
           ", ".join(f"{m} {max(args.concurrency, int(v[2] * args.scale))}" for m, v in MODES.items()))
     print(table(rounds, args.concurrency))
+    record(recorder, rounds, args)
+    recorder.write()
+
+
+def record(recorder: Recorder, rounds: list[dict], args) -> None:
+    """The figures for docs/benchmarks.md (bench/contract.py): per mode, ours/ab and the c=1 latency."""
+    for mode in MODES:
+        ab, ours, ours2 = (median_of(rounds, mode, k) for k in ("ab", "ours", "ours x2"))
+        wrk = median_of(rounds, mode, "wrk")
+        eff_ab, eff_ours = median_of(rounds, mode, "ab", "eff"), median_of(rounds, mode, "ours", "eff")
+        recorder.figure(f"{mode}: ab", ab, "req/s", note=f"wrk -t1 {wrk:,.0f} req/s" if wrk else "")
+        recorder.figure(f"{mode}: ours / ab (1 process)", ours / ab, "x", goal=">= 1.0x", met=ours >= ab,
+                        note=f"2 processes {ours2 / ab:.2f}x; req per client-CPU-s {eff_ours / eff_ab:.2f}x ab's")
+        ab_lat, our_lat = median_of(rounds, mode, "ab median us"), median_of(rounds, mode, "ours median us")
+        diff = (our_lat - ab_lat) / ab_lat * 100
+        recorder.figure(f"{mode}: c=1 median latency, ours vs ab", diff, "%", goal="within +-10 %",
+                        met=abs(diff) <= 10, note=f"ab {ab_lat:.0f} µs, ours {our_lat:.0f} µs")
+    recorder.note(f"ab/wrk vs workers/load/client.py on the lab's `{FIXTURE}` (one nginx worker); "
+                  f"c={args.concurrency}, n scaled by {args.scale}, medians of {args.rounds} round(s); "
+                  "see the script's docstring for pinning.")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,15 @@ def _real_services_only():
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    # Cache-counted limits (sign-ups per IP) start from zero in every test, as the database does.
+    if settings.configured and "redis" in settings.CACHES["default"]["BACKEND"].lower():
+        from tlsaudit.core.ratelimits import clear_counters
+
+        clear_counters()
+
+
 def make_user(email, **extra):
     from tlsaudit.accounts.models import User
 

@@ -7,7 +7,7 @@ from tlsaudit.domain.roles import ADMIN, MEMBER, OWNER, VIEWER
 
 # role -> the actions it may perform; every other action is refused.
 ALLOWED = {
-    OWNER: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org"},
+    OWNER: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org", "view_audit_log"},
     ADMIN: {"view", "manage_sites", "run_audits", "manage_members", "manage_org"},
     MEMBER: {"view", "manage_sites", "run_audits"},
     VIEWER: {"view"},
@@ -24,7 +24,8 @@ ASSIGNABLE = {
 
 
 def test_it_knows_exactly_the_actions_this_table_covers():
-    assert set(ACTIONS) == {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org"}
+    assert set(ACTIONS) == {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org",
+                            "view_audit_log"}
     assert set(roles.ROLES) == set(ALLOWED) == {value for value, _label in roles.ROLE_CHOICES}
 
 

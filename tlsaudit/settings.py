@@ -8,6 +8,8 @@ every variable.
 
 import ipaddress
 import os
+import re
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -90,6 +92,10 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "django_celery_beat",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "axes",
     "tlsaudit.core",
     "tlsaudit.accounts",
     "tlsaudit.orgs",
@@ -100,11 +106,14 @@ INSTALLED_APPS = [
     "tlsaudit.alerts",
     "tlsaudit.monitoring",
     "tlsaudit.reports",
+    "tlsaudit.api",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before everything that reads the database (session, user): a database outage is a friendly 503.
+    "tlsaudit.core.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -112,6 +121,9 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a lockout raised during login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "tlsaudit.urls"
@@ -148,7 +160,11 @@ def database_config() -> dict:
         }
     if urlsplit(url).scheme not in ("postgres", "postgresql", "sqlite"):
         raise ImproperlyConfigured(f"DATABASE_URL must be postgres://… (or sqlite:///…), got {url!r}.")
-    return dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60), conn_health_checks=True)
+    config = dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60), conn_health_checks=True)
+    if config["ENGINE"].endswith("postgresql"):
+        # An unreachable database host must fail a request in seconds (a 503 page), not hang for minutes.
+        config.setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+    return config
 
 
 DATABASES = {"default": database_config()}
@@ -161,6 +177,8 @@ AUTH_USER_MODEL = "accounts.User"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+# Axes first: it refuses a locked-out (email, IP) before the password is even checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.Argon2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
@@ -258,6 +276,16 @@ AUDIT_SOFT_TIME_LIMIT = env_int("AUDIT_SOFT_TIME_LIMIT", 240, minimum=30)
 AUDIT_HARD_TIME_LIMIT = env_int("AUDIT_HARD_TIME_LIMIT", 300, minimum=60)
 if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("AUDIT_HARD_TIME_LIMIT must be greater than AUDIT_SOFT_TIME_LIMIT.")
+# Crash recovery (issue #8): a running audit writes a heartbeat; one silent for the lease lost its worker and
+# the reaper (every REAPER_INTERVAL_SECONDS) re-queues it once. A queued audit is sent again after
+# AUDIT_RESEND_AFTER_SECONDS (the broker may have lost the message) and fails after AUDIT_QUEUE_TIMEOUT_SECONDS.
+AUDIT_HEARTBEAT_SECONDS = env_int("AUDIT_HEARTBEAT_SECONDS", 10, minimum=1)
+AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 60, minimum=2)
+if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured("AUDIT_LEASE_SECONDS must be at least twice AUDIT_HEARTBEAT_SECONDS.")
+AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=1)
+AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 60, minimum=1)
 # Per socket operation; with one retry a silent target fails in about 25 s.
 SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
@@ -286,7 +314,8 @@ if PROBE_HARD_TIME_LIMIT <= PROBE_SOFT_TIME_LIMIT:
 
 
 def dns_resolver(name: str) -> tuple[str, int] | None:
-    """IP, IP:PORT or [IPv6]:PORT of the DNS server asked for TXT verification; unset = the system's."""
+    """IP, IP:PORT or [IPv6]:PORT of the DNS server the app asks (targets, webhooks, AIA, browser-probe
+    hosts, TXT verification); unset = the system's resolver."""
     raw = env_str(name)
     if not raw:
         return None
@@ -307,7 +336,79 @@ DNS_RESOLVER = dns_resolver("TLSAUDIT_DNS_RESOLVER")
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
 
 
+# --- Abuse limits (issue #8) -----------------------------------------------------------
+# Manual and API audits (scheduled ones are exempt) per organization per hour, and per target
+# (host:port, summed over every organization) per window: many sign-ups cannot gang up on one server.
+AUDIT_LIMIT_PER_ORG_HOUR = env_int("AUDIT_LIMIT_PER_ORG_HOUR", 30, minimum=1)
+AUDIT_LIMIT_PER_TARGET = env_int("AUDIT_LIMIT_PER_TARGET", 5, minimum=1)
+AUDIT_LIMIT_TARGET_MINUTES = env_int("AUDIT_LIMIT_TARGET_MINUTES", 10, minimum=1)
+# Browser probes, on top of PROBE_RUNS_PER_DAY: per organization per hour, per host per window.
+PROBE_LIMIT_PER_ORG_HOUR = env_int("PROBE_LIMIT_PER_ORG_HOUR", 10, minimum=1)
+PROBE_LIMIT_PER_TARGET = env_int("PROBE_LIMIT_PER_TARGET", 3, minimum=1)
+PROBE_LIMIT_TARGET_MINUTES = env_int("PROBE_LIMIT_TARGET_MINUTES", 30, minimum=1)
+# Sign-up attempts (every POST, so the form cannot be used to enumerate accounts quickly) per client IP.
+SIGNUP_LIMIT_PER_IP = env_int("SIGNUP_LIMIT_PER_IP", 10, minimum=1)
+SIGNUP_LIMIT_WINDOW_MINUTES = env_int("SIGNUP_LIMIT_WINDOW_MINUTES", 60, minimum=1)
+
+# Login throttling (django-axes): N failures of one (email, IP) pair lock that pair out for M minutes.
+# Per pair, not per IP: an office behind one NAT address is not locked out by one colleague's typos.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_USERNAME_CALLABLE = "tlsaudit.accounts.signals.login_username"
+AXES_CLIENT_IP_CALLABLE = "tlsaudit.core.clientip.client_ip"
+AXES_LOCKOUT_CALLABLE = "tlsaudit.accounts.views.locked_out"  # 429 page with Retry-After
+AXES_RESET_ON_SUCCESS = True
+AXES_DISABLE_ACCESS_LOG = True  # successes go to our own audit log (core.AuditLogEntry)
+AXES_VERBOSE = False
+
+
 # --- i18n, static, security -------------------------------------------------------------
+
+# --- REST API (#7) ---------------------------------------------------------------------
+
+API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "600/min")
+if not re.fullmatch(r"\d+/(s|sec|m|min|h|hour|d|day)", API_THROTTLE_RATE):
+    raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 600/min, got {API_THROTTLE_RATE!r}.")
+API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50, minimum=1)
+API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 200, minimum=1)
+API_CSV_MAX_ROWS = env_int("API_CSV_MAX_ROWS", 100000, minimum=1)
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tlsaudit.api.auth.ApiKeyAuthentication",
+                                       "tlsaudit.api.auth.CsrfSessionAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tlsaudit.api.permissions.OrgRolePermission"],
+    "DEFAULT_THROTTLE_CLASSES": ["tlsaudit.api.throttling.PerKeyThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "tlsaudit.api.pagination.Cursor",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer", "tlsaudit.api.csv.CSVRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "tlsaudit.api.errors.handle",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "TLS Audit API",
+    "DESCRIPTION": "Sites, audits, grades, load tests, browser probes and reports of one organization. "
+                   "Authenticate with `Authorization: Bearer <key>`; see docs/api.md.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "tlsaudit.api.schema.add_error_responses"],
+    # One name per choice set where several resources have a `status` or `kind` field.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStatusEnum": "tlsaudit.audits.models.Audit.Status",   # audits, probes, reports
+        "PerfRunStatusEnum": "tlsaudit.loadtests.models.PerfRun.Status",
+        "DeliveryStatusEnum": "tlsaudit.alerts.models.WebhookDelivery.Status",
+        "PerfRunKindEnum": "tlsaudit.loadtests.models.PerfRun.Kind",
+        "ReportKindEnum": "tlsaudit.reports.models.Report.Kind",
+        "LoadRunKindEnum": ["load", "sweep"],
+        "HttpSchemeEnum": ["https", "http"],
+    },
+}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -339,11 +440,40 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Lax, not Strict: a link from an alert email must land signed in; cross-site POSTs still carry no cookie.
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+# htmx sends the token from <body hx-headers>, no script reads the cookie: keep it from scripts.
+CSRF_COOKIE_HTTPONLY = True
+if _https:
+    # __Host- cookies are refused unless Secure, host-only and Path=/: a sibling subdomain cannot plant them.
+    SESSION_COOKIE_NAME = "__Host-sessionid"
+    CSRF_COOKIE_NAME = "__Host-csrftoken"
+
+# Content-Security-Policy (django-csp 4): scripts and styles only from our own static files, no inline
+# code, no eval. Chart data comes through json_script (type=application/json, never executed);
+# htmx is configured by <meta name="htmx-config"> not to inject its indicator <style> or eval.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}, "sslyze": {"level": "WARNING"}},
+    "loggers": {"django.db.backends": {"level": "INFO"}, "sslyze": {"level": "WARNING"},
+                # axes logs every login at INFO; ours (tlsaudit.audit) already does, with the account named.
+                "axes": {"level": "WARNING"}},
 }

@@ -9,6 +9,7 @@ import os
 
 from celery import Celery
 from celery.signals import worker_process_init
+from django.conf import settings
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
@@ -28,21 +29,32 @@ app.conf.update(
     # every task claims its row atomically, so a second delivery is harmless.
     task_acks_late=True,
     task_reject_on_worker_lost=True,
+    # An audit is about a second of CPU: a reserved audit would wait behind a busy pool process while
+    # another idles. Prefetching 4 gained nothing measurable (bench/throughput.py, docs/decisions.md).
     worker_prefetch_multiplier=1,
     # sslyze threads ignore soft limits (sslyze-notes 3.3): the hard limit is what stops a scan.
     task_soft_time_limit=300,
     task_time_limit=420,
+    # A safety net against leaks (sslyze has had some): without it a pool process stayed at 160-225 MiB
+    # over 600 audits (bench/worker_memory.py); recycling costs one warm-up per 50 tasks.
     worker_max_tasks_per_child=50,
     task_ignore_result=True,
     task_serializer="json",
     accept_content=["json"],
     timezone="UTC",
     broker_connection_retry_on_startup=True,
+    # On a broker restart, running tasks finish and store their result on the row; their lost ack only
+    # means a redelivery, which the row's claim skips. Cancelling them would throw finished work away.
+    worker_cancel_long_running_tasks_on_connection_loss=False,
+    # A new pool child imports sslyze first (warm_up below): on a busy machine that took longer than
+    # billiard's default 4 s, and the child was killed and replaced in a loop.
+    worker_proc_alive_timeout=30.0,
     imports=("workers.tasks",),
     beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
     beat_schedule={
         "worker-heartbeat": {"task": "workers.tasks.ping.heartbeat", "schedule": 15.0},
-        "reap-abandoned-audits": {"task": "workers.tasks.housekeeping.reap_abandoned_audits", "schedule": 60.0},
+        "reap-abandoned-audits": {"task": "workers.tasks.housekeeping.reap_abandoned_audits",
+                                  "schedule": float(settings.REAPER_INTERVAL_SECONDS)},
     },
 )
 

@@ -25,6 +25,9 @@ function phasesChart(canvas, spec) {
 
 function waterfallChart(canvas, spec) {
   const rows = spec.datasets[0].data;
+  // The box's height grows with the rows; set here because the CSP forbids style="" in the page.
+  const box = canvas.closest(".chart-box");
+  if (box && box.dataset.height) box.style.height = `${Number(box.dataset.height)}px`;
   return new Chart(canvas, {
     type: "bar",
     data: {

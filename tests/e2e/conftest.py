@@ -129,8 +129,11 @@ def page(browser, live_server, request):
     context = browser.new_context(base_url=live_server.url, viewport=VIEWPORT, locale="en-US")
     page = context.new_page()
     page.set_default_timeout(10_000)
-    js_errors = []
+    js_errors, csp_violations = [], []
     page.on("pageerror", lambda exc: js_errors.append(str(exc)))
+    # Chromium reports each blocked inline script/style, eval or foreign load as a console error.
+    page.on("console", lambda msg: csp_violations.append(f"{page.url}: {msg.text}")
+            if msg.type == "error" and "Content Security Policy" in msg.text else None)
     yield page
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
@@ -142,6 +145,7 @@ def page(browser, live_server, request):
             print(f"could not save a screenshot for {request.node.nodeid}: {exc}")
     context.close()
     assert not js_errors, f"JavaScript errors on the page: {js_errors}"
+    assert not csp_violations, f"Content-Security-Policy violations: {csp_violations}"
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ class Behaviours:
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n" + b"x" * 10)
 
     def slow(self, conn, request, index):
-        time.sleep(1.5)  # longer than the tests' timeout
+        time.sleep(4.0)  # far longer than the tests' timeout, so a wait for it cannot pass for one
         conn.sendall(response("200 OK", b"late"))
 
     def status_503(self, conn, request, index):

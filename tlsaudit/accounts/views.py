@@ -1,21 +1,35 @@
+from axes.helpers import get_cool_off
+from axes.utils import reset as reset_lockouts
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_POST
 
 from tlsaudit.accounts.emails import read_verification_token, send_verification
 from tlsaudit.accounts.forms import SignupForm
 from tlsaudit.accounts.models import User
+from tlsaudit.core import ratelimits
+from tlsaudit.core.auditlog import record
+from tlsaudit.core.clientip import client_ip
+from tlsaudit.domain.ratelimit import in_words
 
 
+@sensitive_post_parameters("password")
 def signup(request):
     if request.user.is_authenticated:
         return redirect("home")
     form = SignupForm(request.POST or None)
+    if request.method == "POST":
+        try:
+            limit_signups(request)
+        except ratelimits.RateLimited as refusal:
+            return too_many_signups(request, form, refusal)
     if request.method == "POST" and form.is_valid():
         user = form.save()
         send_verification(user)
@@ -23,6 +37,55 @@ def signup(request):
         messages.info(request, f"Welcome! We sent a verification link to {user.email}.")
         return redirect(safe_next(request, request.GET.get("next")))
     return render(request, "accounts/signup.html", {"form": form})
+
+
+def limit_signups(request) -> None:
+    """Every sign-up POST counts, valid or not: the form must not be a fast account-existence oracle."""
+    ratelimits.hit(f"signup:{client_ip(request) or 'unknown'}", limit=settings.SIGNUP_LIMIT_PER_IP,
+                   window_s=settings.SIGNUP_LIMIT_WINDOW_MINUTES * 60, code="signups_per_ip",
+                   what="too many sign-up attempts from your network")
+
+
+def too_many_signups(request, form, refusal):
+    # Unbound, with what was typed: validating the refused attempt would answer "exists or not" anyway.
+    form = SignupForm(initial={k: request.POST.get(k, "") for k in ("full_name", "email")})
+    response = render(request, "accounts/signup.html", {"form": form, "refusal": refusal}, status=429)
+    response["Retry-After"] = str(refusal.retry_after)
+    return response
+
+
+def locked_out(request, original_response=None, credentials=None):
+    """django-axes' lockout page (AXES_LOCKOUT_CALLABLE): what happened, how long, what to do instead."""
+    cool_off = get_cool_off(request)
+    seconds = int(cool_off.total_seconds()) if cool_off else 0
+    context = {"failure_limit": settings.AXES_FAILURE_LIMIT, "wait": in_words(seconds) if seconds else ""}
+    response = render(request, "registration/locked_out.html", context, status=429)
+    if seconds:
+        response["Retry-After"] = str(seconds)
+    return response
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        record("user.password_changed", actor=form.user, target=form.user.email, request=self.request)
+        return response
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    def form_valid(self, form):
+        # The typed address, whether or not it has an account: the page answers the same either way.
+        record("user.password_reset_requested", target=form.cleaned_data["email"], request=self.request)
+        return super().form_valid(form)
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        record("user.password_reset", actor=form.user, target=form.user.email, request=self.request)
+        # Whoever proved the mailbox may sign in again at once, even from a locked-out address.
+        reset_lockouts(username=form.user.email)
+        return response
 
 
 def verify_email(request, token):

@@ -58,7 +58,8 @@ class WebhookForm(forms.ModelForm):
 
     def clean_url(self):
         url = self.cleaned_data["url"]
-        if Webhook.objects.filter(organization=self.org).count() >= MAX_WEBHOOKS:
+        # Not counting the webhook being edited (the API changes URLs of existing webhooks).
+        if Webhook.objects.filter(organization=self.org).exclude(pk=self.instance.pk).count() >= MAX_WEBHOOKS:
             raise ValidationError(f"An organization can have at most {MAX_WEBHOOKS} webhooks.")
         try:
             webhooks.check_url(url)

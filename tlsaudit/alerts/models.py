@@ -47,6 +47,8 @@ class AlertEvent(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["organization", "dedupe_key"], name="one_alert_per_occurrence")]
+        # The alerts page lists an organization's newest events (a year of them: thousands).
+        indexes = [models.Index(fields=["organization", "-created_at"], name="alertevent_org_recent")]
 
     def __str__(self):
         return f"{self.site}: {self.title}"

@@ -1,15 +1,19 @@
+from urllib.parse import urlsplit
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core import signing
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods, require_POST
 
 from tlsaudit.alerts import services
 from tlsaudit.alerts.forms import AlertSettingsForm, WebhookForm
 from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
+from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
 from tlsaudit.orgs.models import Organization
@@ -42,15 +46,21 @@ def add_webhook(request, org):
     hook = form.save(commit=False)
     hook.organization = org
     hook.save()
-    # Rendered, not redirected: the only time the whole secret is shown.
-    return render(request, "alerts/settings.html", _context(org, new_webhook=hook))
+    record("webhook.created", org=org, target=webhook_target(hook), request=request, webhook_id=hook.pk)
+    # Rendered, not redirected: the only time the whole secret is shown. no-store keeps that page
+    # out of the browser's caches, so Back or a restored tab cannot show the secret again.
+    response = render(request, "alerts/settings.html", _context(org, new_webhook=hook))
+    add_never_cache_headers(response)
+    return response
 
 
 @login_required
 @require_POST
 def delete_webhook(request, org, pk):
     org = org_for(request, org, "manage_org")
-    get_object_or_404(Webhook, organization=org, pk=pk).delete()
+    hook = get_object_or_404(Webhook, organization=org, pk=pk)
+    hook.delete()
+    record("webhook.deleted", org=org, target=webhook_target(hook), request=request, webhook_id=pk)
     messages.info(request, "Webhook deleted.")
     return redirect("alerts:settings", org.slug)
 
@@ -66,6 +76,12 @@ def test_webhook(request, org, pk):
     return redirect("alerts:settings", org.slug)
 
 
+def webhook_target(hook) -> str:
+    """Scheme, host and port only: webhook paths often embed a token (Slack, Teams), the log keeps none."""
+    parts = urlsplit(hook.url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
 def _context(org, form=None, webhook_form=None, new_webhook=None):
     return {
         "org": org,
@@ -76,8 +92,16 @@ def _context(org, form=None, webhook_form=None, new_webhook=None):
         "webhooks": Webhook.objects.filter(organization=org),
         "deliveries": WebhookDelivery.objects.filter(webhook__organization=org)
                                              .select_related("webhook", "event")[:LOG_SIZE],
-        "events": AlertEvent.objects.filter(organization=org).select_related("site")[:20],
+        "events": with_org_sites(AlertEvent.objects.filter(organization=org).select_related("site")[:20], org),
     }
+
+
+def with_org_sites(events, org) -> list:
+    """The events' sites get the organization already loaded: their links cost no query per row."""
+    events = list(events)
+    for event in events:
+        event.site.organization = org
+    return events
 
 
 # The signed token in the link is the credential: no login, and no CSRF token either, so that

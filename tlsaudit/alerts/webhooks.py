@@ -24,7 +24,6 @@ TIMEOUT_S = 10.0
 MAX_RESPONSE_BYTES = 64 * 1024
 SIGNATURE_HEADER = "X-TLSAudit-Signature"
 TIMESTAMP_HEADER = "X-TLSAudit-Timestamp"
-_NEVER_RESOLVE = (".invalid", ".onion")
 
 
 class UnsafeURL(ValueError):
@@ -76,16 +75,7 @@ def check_url(url: str) -> Target:
 def resolve_checked(host: str, port: int) -> str:
     """The first address of `host`, after checking every address is public (unless allowed)."""
     literal = parse_ip_literal(host)
-    if literal is not None:
-        addresses = [str(literal)]
-    elif f".{host}".endswith(_NEVER_RESOLVE):
-        raise UnsafeURL(f"{host} does not resolve.")
-    else:
-        try:
-            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError):
-            raise UnsafeURL(f"{host} does not resolve.") from None
-        addresses = sorted({info[4][0] for info in infos}, key=lambda a: ":" in a)  # IPv4 first
+    addresses = [str(literal)] if literal is not None else lookup(host, port)
     if not settings.ALLOW_PRIVATE_TARGETS:
         for address in addresses:
             kind = refused_kind(parse_ip_literal(address))
@@ -93,6 +83,18 @@ def resolve_checked(host: str, port: int) -> str:
                 where = f"{address} is" if literal is not None else f"{host} points to {address},"
                 raise UnsafeURL(f"{where} {kind}: webhooks only go to public addresses.")
     return addresses[0]
+
+
+def lookup(host: str, port: int) -> list[str]:
+    """Every address of `host`, IPv4 first, the way scans resolve (settings.DNS_RESOLVER when set,
+    localhost always loopback), with a deadline."""
+    from workers.tls.errors import TargetError
+    from workers.tls.target import lookup_addresses  # sockets and dnspython only, no sslyze
+
+    try:
+        return lookup_addresses(host.lower(), port, TIMEOUT_S, settings.DNS_RESOLVER)
+    except TargetError:
+        raise UnsafeURL(f"{host} does not resolve.") from None
 
 
 def sign(body: bytes, secret: str) -> str:

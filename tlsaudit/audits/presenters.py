@@ -13,23 +13,36 @@ CATEGORY_TITLES = OrderedDict([
 
 
 def present_report(audit) -> dict:
+    """Everything from the audit's stored JSON (facts and report), parsed once: no query, and the
+    same page for an audit whose findings/suites rows were never written (seeded history)."""
     report = audit.report or {}
     grade = report.get("grade", {})
+    facts = audit.scan_facts()
+    findings = finding_rows(report)
     return {
         "grade": grade,
         "scores_chart": _scores_chart(grade),
-        "protocol_rows": _protocol_rows(audit),
-        "suites_by_protocol": _suites_by_protocol(audit),
-        "deployments": _deployments(audit),
-        "finding_groups": _finding_groups(audit),
-        "failing_count": audit.findings.filter(status="fail").count(),
+        "protocol_rows": _protocol_rows(facts),
+        "suites_by_protocol": _suites_by_protocol(facts),
+        "deployments": _deployments(facts),
+        "finding_groups": _finding_groups(findings),
+        "failing_count": sum(1 for f in findings if f.status == "fail"),
         "mozilla": report.get("mozilla", {}),
         "recommendations": report.get("recommendations", []),
         "predicted": report.get("predicted"),
         "snippets": ordered_snippets(report.get("snippets", {})),
         "target_profile": report.get("target_profile", "intermediate"),
-        "facts": audit.scan_facts(),
+        "facts": facts,
     }
+
+
+def finding_rows(report: dict) -> list:
+    """Unsaved AuditFinding rows from the report's findings, as services.replace_normalised_rows writes them."""
+    from tlsaudit.audits.models import AuditFinding
+
+    return [AuditFinding(finding_id=f["id"], severity=f["severity"], status=f["status"], title=f["title"][:200],
+                         explanation=f.get("explanation", ""), evidence=f.get("evidence", ""),
+                         reason=f.get("reason", "")) for f in report.get("findings", [])]
 
 
 def _scores_chart(grade: dict) -> dict:
@@ -38,8 +51,7 @@ def _scores_chart(grade: dict) -> dict:
             "values": [scores.get("protocol", 0), scores.get("key_exchange", 0), scores.get("cipher", 0)]}
 
 
-def _protocol_rows(audit) -> list[dict]:
-    facts = audit.scan_facts()
+def _protocol_rows(facts) -> list[dict]:
     rows = []
     for name in reversed(PROTOCOLS):
         check = facts.protocols.get(name)
@@ -57,11 +69,13 @@ def _protocol_verdict(status: str, good: bool) -> str:
     return "good" if supported == good else ("bad" if supported else "warn")
 
 
-def _suites_by_protocol(audit) -> list[dict]:
-    facts = audit.scan_facts()
+def _suites_by_protocol(facts) -> list[dict]:
+    from tlsaudit.audits.services import suite_row
+
+    rows = [suite_row(None, facts, s) for s in facts.suites]
     groups = []
     for name in reversed(PROTOCOLS):
-        suites = [s for s in audit.suites.all() if s.protocol == name]
+        suites = [s for s in rows if s.protocol == name]
         if not suites:
             continue
         suites.sort(key=lambda s: (s.preference is None, s.preference or 0, s.name))
@@ -71,8 +85,7 @@ def _suites_by_protocol(audit) -> list[dict]:
     return groups
 
 
-def _deployments(audit) -> list[dict]:
-    facts = audit.scan_facts()
+def _deployments(facts) -> list[dict]:
     out = []
     for index, dep in enumerate(facts.certificates):
         out.append({"index": index, "chain": list(dep.chain), "trust": list(dep.trust),
@@ -82,9 +95,9 @@ def _deployments(audit) -> list[dict]:
     return out
 
 
-def _finding_groups(audit) -> list[dict]:
-    rows = sorted(audit.findings.all(), key=lambda f: (STATUS_ORDER.get(f.status, 9),
-                                                      SEVERITY_ORDER.get(f.severity, 9), f.finding_id))
+def _finding_groups(findings) -> list[dict]:
+    rows = sorted(findings, key=lambda f: (STATUS_ORDER.get(f.status, 9), SEVERITY_ORDER.get(f.severity, 9),
+                                           f.finding_id))
     groups = OrderedDict((key, []) for key in CATEGORY_TITLES)
     for finding in rows:
         groups.setdefault(finding.finding_id.split(".")[0], []).append(finding)

@@ -5,17 +5,20 @@ Called by views, the Celery task and management commands; nothing here imports s
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tlsaudit.alerts.services import evaluate_on_commit as evaluate_alerts_on_commit
 from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
+from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
 from tlsaudit.domain.scanfacts import ScanFacts
@@ -25,19 +28,56 @@ ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
 # Phases a full scan reports (resolve, connectivity, sslyze, 18 commands, probes, mozilla):
 # the denominator of the progress bar.
 EXPECTED_STEPS = 28
+# A run lost twice (its worker died twice) is failed rather than re-queued a third time.
+MAX_ATTEMPTS = 2
+# What a stopped or restarting PostgreSQL raises (InterfaceError: a connection it already closed).
+DATABASE_DOWN = (OperationalError, InterfaceError)
+log = logging.getLogger(__name__)
+HOUR = timedelta(hours=1)
+
+
+class AuditRateLimited(RateLimited):
+    """A manual or API audit refused by the per-organization or per-target limit (API: 429)."""
 
 
 def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL) -> tuple[Audit, bool]:
-    """The site's active audit if there is one, else a new queued audit sent on commit."""
+    """The site's active audit if there is one, else a new queued audit sent on commit.
+
+    Manual and API audits may raise AuditRateLimited; scheduled ones are never limited.
+    """
     with transaction.atomic():
         active = Audit.objects.select_for_update().filter(site=site, status__in=ACTIVE).first()
         if active:
             return active, False
+        if trigger != Audit.Trigger.SCHEDULE:
+            enforce_audit_limits(site)
+        now = timezone.now()
         audit = Audit.objects.create(site=site, organization_id=site.organization_id, trigger=trigger,
                                      requested_by=user if user and user.is_authenticated else None,
-                                     host=site.hostname, port=site.https_port)
+                                     host=site.hostname, port=site.https_port, queued_at=now, sent_at=now)
         transaction.on_commit(lambda: send(audit.pk))
     return audit, True
+
+
+def enforce_audit_limits(site) -> None:
+    """Per organization per hour, and per target (host:port, all organizations together) per window.
+
+    Runs inside queue_audit's transaction with the organization's row locked, so two clicks cannot
+    both take the last slot. Scheduled audits neither count nor get refused.
+    """
+    from tlsaudit.orgs.models import Organization
+
+    Organization.objects.select_for_update().filter(pk=site.organization_id).first()
+    on_demand = Audit.objects.exclude(trigger=Audit.Trigger.SCHEDULE)
+    per_org = settings.AUDIT_LIMIT_PER_ORG_HOUR
+    enforce(times_since(on_demand.filter(organization_id=site.organization_id), HOUR),
+            limit=per_org, window=HOUR, code="audits_per_org", error=AuditRateLimited,
+            what=f"your organization already started {per_org} audits")
+    per_target, window = settings.AUDIT_LIMIT_PER_TARGET, timedelta(minutes=settings.AUDIT_LIMIT_TARGET_MINUTES)
+    target = f"{site.hostname}:{site.https_port}"
+    enforce(times_since(on_demand.filter(host__iexact=site.hostname, port=site.https_port), window),
+            limit=per_target, window=window, code="audits_per_target", error=AuditRateLimited,
+            what=f"{target} was already audited {times(per_target)} (by all users of TLS Audit together)")
 
 
 def send(audit_id: int) -> None:
@@ -46,18 +86,41 @@ def send(audit_id: int) -> None:
     app.send_task(AUDIT_TASK, args=[audit_id])
 
 
-def claim(audit_id: int) -> bool:
-    """One atomic UPDATE: whoever flips queued -> running owns the audit."""
-    return Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
-        status=Audit.Status.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, progress=[]) == 1
+def claim(audit_id: int) -> int | None:
+    """One atomic UPDATE: whoever flips queued -> running owns the audit. Returns the attempt number,
+    the token every later write of this run is fenced with (a re-queued run has a higher one)."""
+    with transaction.atomic():
+        claimed = Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
+            status=Audit.Status.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now(),
+            attempts=F("attempts") + 1, progress=[])
+        if claimed != 1:
+            return None
+        return Audit.objects.values_list("attempts", flat=True).get(pk=audit_id)
+
+
+def owned(audit_id: int, attempt: int | None):
+    """The row as long as the run with this attempt number still owns it (attempt None: unfenced)."""
+    rows = Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING)
+    return rows if attempt is None else rows.filter(attempts=attempt)
+
+
+def mark_sent(audit_id: int) -> None:
+    """A task message for this queued audit is in flight (e.g. a retry): the reaper need not resend it."""
+    Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(sent_at=timezone.now())
+
+
+def beat(audit_id: int, attempt: int) -> bool:
+    """The run's sign of life; False once the run lost the row (re-queued or finished by the reaper)."""
+    return owned(audit_id, attempt).update(heartbeat_at=timezone.now()) == 1
 
 
 class ProgressRecorder:
     """Appends each finished check to the row. sslyze calls back from its own threads, so
     writes are serialised and a thread's database connection is closed after use."""
 
-    def __init__(self, audit_id: int):
+    def __init__(self, audit_id: int, attempt: int | None = None):
         self.audit_id = audit_id
+        self.attempt = attempt
         self.events: list[dict] = []
         self.started = time.monotonic()
         self.lock = threading.Lock()
@@ -66,7 +129,13 @@ class ProgressRecorder:
     def __call__(self, name: str, status: str) -> None:
         with self.lock:
             self.events.append({"name": name, "status": status, "t": round(time.monotonic() - self.started, 2)})
-            Audit.objects.filter(pk=self.audit_id, status=Audit.Status.RUNNING).update(progress=list(self.events))
+            try:
+                owned(self.audit_id, self.attempt).update(progress=list(self.events))
+            except DATABASE_DOWN:
+                # Progress is a nicety: a database restart must not end the scan. Drop the broken
+                # connection so the next write (or the final store) connects again.
+                log.warning("audit %s: progress not recorded (database unavailable)", self.audit_id)
+                connection.close()
         if threading.current_thread() is not self.owner:
             connection.close()  # a connection sslyze's thread opened would otherwise leak
 
@@ -79,12 +148,22 @@ def progress_percent(audit: Audit) -> int:
     return min(95, round(100 * done / EXPECTED_STEPS))
 
 
-def store_outcome(audit_id: int, outcome) -> Audit:
-    """Save a finished scan (engine ScanOutcome) and everything derived from it."""
-    audit = Audit.objects.get(pk=audit_id)
+def store_outcome(audit_id: int, outcome, attempt: int | None = None) -> Audit:
+    """Save a finished scan (engine ScanOutcome) and everything derived from it. With an attempt
+    number, only while that run still owns the row: a run the reaper gave up on stores nothing."""
     if outcome.error is not None:
-        return fail(audit, outcome.error.code, outcome.error.message, outcome.error.detail,
-                    duration_s=outcome.duration_s)
+        return fail(Audit.objects.get(pk=audit_id), outcome.error.code, outcome.error.message,
+                    outcome.error.detail, duration_s=outcome.duration_s, attempt=attempt)
+    with transaction.atomic():
+        rows = Audit.objects.filter(pk=audit_id) if attempt is None else owned(audit_id, attempt)
+        audit = rows.select_for_update().first()
+        if audit is None:
+            log.warning("audit %s: attempt %s lost the row before storing; result dropped", audit_id, attempt)
+            return Audit.objects.get(pk=audit_id)
+        return save_outcome(audit, outcome)
+
+
+def save_outcome(audit: Audit, outcome) -> Audit:
     audit.facts = outcome.facts.to_dict()
     audit.raw = outcome.raw
     audit.mozilla_raw = outcome.mozilla
@@ -101,13 +180,18 @@ def store_outcome(audit_id: int, outcome) -> Audit:
     return audit
 
 
-def fail(audit: Audit, code: str, message: str, detail: str = "", duration_s: float | None = None) -> Audit:
-    Audit.objects.filter(pk=audit.pk).update(
-        status=Audit.Status.FAILED, finished_at=timezone.now(), error_code=code, error_message=message,
-        error_detail=detail[:4000], duration_s=duration_s)
-    audit.refresh_from_db()
-    update_site_summary(audit)
-    evaluate_alerts_on_commit(audit)
+def fail(audit: Audit, code: str, message: str, detail: str = "", duration_s: float | None = None,
+         attempt: int | None = None) -> Audit:
+    """Mark the audit failed; with an attempt number, only while that run still owns it. The site's
+    summary changes in the same transaction: nobody sees a failed audit next to a stale site."""
+    rows = Audit.objects.filter(pk=audit.pk) if attempt is None else owned(audit.pk, attempt)
+    with transaction.atomic():
+        changed = rows.update(status=Audit.Status.FAILED, finished_at=timezone.now(), error_code=code,
+                              error_message=message, error_detail=detail[:4000], duration_s=duration_s)
+        audit.refresh_from_db()
+        if changed:
+            update_site_summary(audit)
+            evaluate_alerts_on_commit(audit)
     return audit
 
 
@@ -158,24 +242,116 @@ def update_site_summary(audit: Audit) -> None:
     """Denormalised 'latest' columns on the site, for lists that must not join every audit."""
     from tlsaudit.sites.models import Site
 
+    summary = done_summary(audit.site_id) if audit.status == Audit.Status.DONE else {}
     Site.objects.filter(pk=audit.site_id).update(
         last_audit=audit, last_audit_at=audit.finished_at or timezone.now(),
         last_grade=audit.grade if audit.status == Audit.Status.DONE else "",
-        last_audit_status=audit.status)
+        last_audit_status=audit.status, **summary)
+
+
+def done_summary(site_id: int) -> dict:
+    """Score of the site's newest done audit and of the one before (the portfolio's trend), and the
+    newest one's earliest leaf expiry. Re-read, not carried over, so `regrade` keeps them right."""
+    from django.db.models import Min
+
+    done = list(Audit.objects.filter(site_id=site_id, status=Audit.Status.DONE).order_by("-finished_at", "-pk")
+                .values_list("pk", "score")[:2])
+    if not done:
+        return {"latest_score": None, "previous_score": None, "cert_expires_at": None}
+    expiry = AuditCertificate.objects.filter(audit_id=done[0][0], position=0).aggregate(first=Min("not_after"))
+    return {"latest_score": done[0][1], "previous_score": done[1][1] if len(done) > 1 else None,
+            "cert_expires_at": expiry["first"]}
 
 
 def reap_abandoned(now=None) -> dict:
-    """Audits 'running' past the hard time limit lost their worker: re-queue once, then fail."""
+    """Recover audits whose worker or broker message was lost; beat runs this every REAPER_INTERVAL_SECONDS.
+
+    1. running, heartbeat silent for the lease (or past the hard time limit): the worker died (SIGKILL,
+       OOM, a lost machine). Re-queue it, unless it was already interrupted MAX_ATTEMPTS times: fail it;
+    2. queued longer than AUDIT_QUEUE_TIMEOUT_SECONDS: no worker takes scans; fail it with that reason;
+    3. queued, last sent more than AUDIT_RESEND_AFTER_SECONDS ago, while the broker's scan queue is
+       empty: its message was lost (a Redis restart without persistence, a flush), since none is
+       waiting its turn: send it again. A duplicate delivery is harmless: the claim is one atomic
+       UPDATE and the loser skips. With messages in the queue the workers are behind, not the broker:
+       resending then would only pile duplicates onto a backlog.
+    Every change is a conditional UPDATE, so two reapers, or a run finishing meanwhile, never collide.
+    """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.AUDIT_HARD_TIME_LIMIT + 60)
-    stale = Audit.objects.filter(status=Audit.Status.RUNNING, started_at__lt=cutoff)
-    requeued = failed = 0
-    for audit in stale:
-        if audit.attempts < 2 and Audit.objects.filter(pk=audit.pk, status=Audit.Status.RUNNING).update(
-                status=Audit.Status.QUEUED) == 1:
-            send(audit.pk)
-            requeued += 1
+    counts = {"requeued": 0, "failed": 0, "not_started": 0, "resent": 0}
+    for audit in abandoned_runs(now):
+        if audit.attempts < MAX_ATTEMPTS:
+            counts["requeued"] += requeue(audit, now)
         else:
-            fail(audit, "worker_lost", "The audit was interrupted twice (the worker stopped). Please retry.")
-            failed += 1
-    return {"requeued": requeued, "failed": failed}
+            counts["failed"] += fail_abandoned(audit, "worker_lost", "The audit was interrupted twice (its worker "
+                                                                     "stopped). Please retry.")
+    queued = Audit.objects.filter(status=Audit.Status.QUEUED)
+    timeout = settings.AUDIT_QUEUE_TIMEOUT_SECONDS
+    for audit in queued.alias(since=Coalesce("queued_at", "created_at")).filter(
+            since__lt=now - timedelta(seconds=timeout)):
+        counts["not_started"] += fail_abandoned(
+            audit, "not_started", f"No worker started this audit within {describe_seconds(timeout)}: the scan "
+                                  "workers are down or overloaded. Please retry later.", status=Audit.Status.QUEUED)
+    unsent = queued.alias(last_sent=Coalesce("sent_at", "created_at")).filter(
+        last_sent__lt=now - timedelta(seconds=settings.AUDIT_RESEND_AFTER_SECONDS))
+    if unsent.exists() and scan_queue_is_empty():
+        for audit in unsent:
+            if Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(sent_at=now) == 1:
+                send(audit.pk)
+                counts["resent"] += 1
+    return counts
+
+
+def scan_queue_is_empty() -> bool:
+    """No audit message waits in the broker (a queue that does not exist holds none). False when the
+    broker cannot be asked: nothing could be sent then anyway."""
+    from kombu.exceptions import OperationalError as BrokerUnreachable
+
+    from workers.celery import app
+
+    queue = app.amqp.router.route({}, AUDIT_TASK)["queue"].name
+    with app.connection_for_write() as conn:
+        try:
+            conn.ensure_connection(max_retries=1, timeout=2)
+            return conn.default_channel.queue_declare(queue=queue, passive=True).message_count == 0
+        except conn.channel_errors as exc:
+            if str(getattr(exc, "reply_code", "")) == "404":  # NOT_FOUND: no such queue, so no message
+                return True
+            raise
+        except (BrokerUnreachable, *conn.connection_errors):
+            return False
+
+
+def abandoned_runs(now):
+    silent = now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+    past_limit = now - timedelta(seconds=settings.AUDIT_HARD_TIME_LIMIT + 60)
+    return Audit.objects.filter(Q(heartbeat_at__lt=silent) | Q(started_at__lt=past_limit),
+                                status=Audit.Status.RUNNING)
+
+
+def requeue(audit: Audit, now) -> int:
+    """Back to the queue, unless its run came back to life (or finished) since it was read."""
+    if Audit.objects.filter(pk=audit.pk, status=Audit.Status.RUNNING, attempts=audit.attempts,
+                            heartbeat_at=audit.heartbeat_at).update(
+            status=Audit.Status.QUEUED, queued_at=now, sent_at=now, progress=[]) != 1:
+        return 0
+    log.warning("audit %s: attempt %s lost its worker; re-queued", audit.pk, audit.attempts)
+    send(audit.pk)
+    return 1
+
+
+def fail_abandoned(audit: Audit, code: str, message: str, status=Audit.Status.RUNNING) -> int:
+    rows = Audit.objects.filter(pk=audit.pk, status=status, attempts=audit.attempts)
+    with transaction.atomic():
+        if rows.update(status=Audit.Status.FAILED, finished_at=timezone.now(), error_code=code,
+                       error_message=message) != 1:
+            return 0
+        audit.refresh_from_db()
+        update_site_summary(audit)
+        evaluate_alerts_on_commit(audit)
+    return 1
+
+
+def describe_seconds(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"

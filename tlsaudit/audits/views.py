@@ -6,6 +6,7 @@ from django.views.decorators.http import require_POST
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
 from tlsaudit.audits.presenters import error_label, present_report, progress_steps
+from tlsaudit.audits.queries import UNSHOWN_FIELDS
 from tlsaudit.domain import roles
 from tlsaudit.sites.views import site_for
 
@@ -18,7 +19,11 @@ def audit_now(request, org, pk):
         messages.error(request, "Verify your email address before running audits: audits send traffic to the "
                                 "site, so we need to know who asks.")
         return redirect(site)
-    audit, created = services.queue_audit(site, user=request.user)
+    try:
+        audit, created = services.queue_audit(site, user=request.user)
+    except services.AuditRateLimited as refusal:
+        messages.error(request, refusal.message)
+        return redirect(site)
     if not created:
         messages.info(request, "An audit of this site is already queued or running: here it is.")
     return redirect(audit)
@@ -27,7 +32,8 @@ def audit_now(request, org, pk):
 @login_required
 def audit_detail(request, org, pk, audit_id):
     org, site = site_for(request, org, pk)
-    audit = get_object_or_404(Audit, site=site, pk=audit_id)
+    audit = get_object_or_404(Audit.objects.defer(*UNSHOWN_FIELDS), site=site, pk=audit_id)
+    audit.site = site
     context = {"org": org, "site": site, "audit": audit, "can_run": roles.can(org.role, "run_audits"),
                "percent": services.progress_percent(audit), "steps": progress_steps(audit.progress),
                "error_label": error_label(audit.error_code)}
@@ -41,6 +47,10 @@ def audit_detail(request, org, pk, audit_id):
 @require_POST
 def audit_retry(request, org, pk, audit_id):
     org, site = site_for(request, org, pk, "run_audits")
-    get_object_or_404(Audit, site=site, pk=audit_id, status=Audit.Status.FAILED)
-    audit, _ = services.queue_audit(site, user=request.user)
+    failed = get_object_or_404(Audit, site=site, pk=audit_id, status=Audit.Status.FAILED)
+    try:
+        audit, _ = services.queue_audit(site, user=request.user)
+    except services.AuditRateLimited as refusal:
+        messages.error(request, refusal.message)
+        return redirect(failed)
     return redirect(audit)

@@ -1,12 +1,17 @@
 import time
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.db import connection
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from tlsaudit.orgs.access import orgs_of
+from tlsaudit.core import auditlog
+from tlsaudit.orgs.access import org_for, orgs_of
+
+AUDIT_LOG_PAGE_SIZE = 50
 
 
 def home(request):
@@ -22,7 +27,10 @@ def home(request):
 
 def healthz(request):
     """Database, broker and worker status as JSON; 503 when the database or broker is down."""
-    checks = {"database": _check_database(), "broker": _check_broker(), "worker": _check_worker()}
+    database = _check_database()
+    # Heartbeats live in the database: with it down, say so rather than fail the whole answer.
+    worker = _check_worker() if database["ok"] else {"ok": False, "detail": "unknown: the database is down"}
+    checks = {"database": database, "broker": _check_broker(), "worker": worker}
     healthy = checks["database"]["ok"] and checks["broker"]["ok"]
     status = "ok" if healthy and checks["worker"]["ok"] else ("degraded" if healthy else "down")
     return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)
@@ -66,3 +74,18 @@ def _check_worker():
     age = (timezone.now() - beat.seen_at).total_seconds()
     ok = age <= 3 * settings.WORKER_HEARTBEAT_SECONDS
     return {"ok": ok, "detail": f"last heartbeat {age:.0f} s ago", "last_seen": beat.seen_at.isoformat()}
+
+
+@login_required
+def audit_log(request, org):
+    """The organization's security audit log, for owners: newest first, filtered by action."""
+    org = org_for(request, org, "view_audit_log")
+    action = request.GET.get("action", "").strip()
+    error = ""
+    if action and action not in auditlog.ACTIONS:
+        error, action = f"There is no action called {action[:64]!r}: choose one from the list.", ""
+    page = Paginator(auditlog.entries_for(org, action).select_related("organization"),
+                     AUDIT_LOG_PAGE_SIZE).get_page(request.GET.get("page"))
+    context = {"org": org, "page": page, "action": action, "error": error,
+               "actions": sorted(auditlog.ACTIONS.items(), key=lambda item: item[1])}
+    return render(request, "core/audit_log.html", context, status=400 if error else 200)

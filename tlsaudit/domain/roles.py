@@ -12,6 +12,7 @@ PERMISSIONS = {
     "manage_members": {OWNER, ADMIN},         # invite, change roles, remove members
     "manage_org": {OWNER, ADMIN},             # name, custom CA, schedules, alerts
     "delete_org": {OWNER},
+    "view_audit_log": {OWNER},                # who signed in, changed roles, deleted sites, …
 }
 
 

@@ -92,7 +92,8 @@ def resolve_site_ip(site, port: int) -> str:
 
     try:
         return resolve_target(site.hostname, port, pinned_ip=site.pinned_ip,
-                              allow_private=settings.ALLOW_PRIVATE_TARGETS, timeout=HTTP_TIMEOUT_S).ip
+                              allow_private=settings.ALLOW_PRIVATE_TARGETS, timeout=HTTP_TIMEOUT_S,
+                              resolver=settings.DNS_RESOLVER).ip
     except TargetError as exc:
         raise FetchError(exc.message) from exc
 

@@ -26,7 +26,9 @@ def overview_context(org, site, **extra) -> dict:
     limits = LoadLimits.for_org(org)
     return {"org": org, "site": site, "verification": proofs.verification_for(site), "limits": limits,
             "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
-            "runs": list(site.perf_runs.select_related("requested_by")[:20]),
+            # The list shows no results: leave the (large) JSON of twenty runs in the database.
+            "runs": list(site.perf_runs.select_related("requested_by").defer("params", "progress", "results",
+                                                                              "summary")[:20]),
             "active": site.perf_runs.filter(status__in=services.ACTIVE).first(), **extra}
 
 

@@ -1,17 +1,20 @@
 """The organization portfolio: every site's grade, trend and certificate expiry in a constant
-number of queries (a window function for each site's last two done audits, one aggregate for
-their leaf certificates)."""
+number of queries. The trend and the expiry come from the site's denormalised columns
+(latest_score, previous_score, cert_expires_at, kept by audits.services.update_site_summary),
+so the page never reads the audit history."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import F, Min, Window
-from django.db.models.functions import RowNumber
+from html import escape
 
-from tlsaudit.audits.models import Audit, AuditCertificate
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.safestring import mark_safe
+
 from tlsaudit.domain.diff import rank
 from tlsaudit.sites.models import Site
 
@@ -24,24 +27,64 @@ class Row:
     trend: str                  # "up" / "down" / "same" / ""
     expires: datetime | None    # earliest leaf not_after of the latest done audit
     days_left: int | None
+    url: str = ""               # the site's history page
+    tags: list[str] = field(default_factory=list)
+    audited: str = "never"      # the last audit's finish, as the page shows it
+    expires_day: str = ""       # "Mon 2026-12-07", for the expiry calendar
 
 
 def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "") -> list[Row]:
-    sites = Site.objects.filter(organization=org).prefetch_related("tags")
+    """Every matching site with its trend and expiry, worst first. Links, tag names and dates are
+    prepared here: rendered per row in the template, they took most of the page's time."""
+    sites = Site.objects.filter(organization=org)
     if tag:
         sites = sites.filter(tags__name=tag)
     if grade:
         sites = sites.filter(last_grade=grade)
     sites = list(sites)
-    scores = last_two_scores([s.pk for s in sites])
-    expiry = leaf_expiry([pairs[0][0] for pairs in scores.values()])
+    tags = tag_names([s.pk for s in sites])
+    link = reverse("monitoring:history", args=[org.slug, 0]).replace("/0/", "/{}/")
     rows = []
     for site in sites:
-        latest = scores.get(site.pk, [])
-        expires = expiry.get(latest[0][0]) if latest else None
-        rows.append(Row(site=site, trend=trend(latest), expires=expires,
-                        days_left=(expires - now).days if expires else None))
+        site.organization = org
+        expires = site.cert_expires_at
+        rows.append(Row(site=site, trend=trend(site.latest_score, site.previous_score), expires=expires,
+                        days_left=(expires - now).days if expires else None, url=link.format(site.pk),
+                        tags=tags.get(site.pk, []), audited=stamp(site.last_audit_at),
+                        expires_day=timezone.localtime(expires).strftime("%a %Y-%m-%d") if expires else ""))
     return sorted(rows, key=worst_first)
+
+
+def tag_names(site_ids: list[int]) -> dict[int, list[str]]:
+    """site id -> its tag names, sorted, in one query."""
+    names = defaultdict(list)
+    pairs = Site.tags.through.objects.filter(site_id__in=site_ids).values_list("site_id", "tag__name")
+    for site_id, name in sorted(pairs, key=lambda pair: pair[1]):
+        names[site_id].append(name)
+    return names
+
+
+def stamp(moment: datetime | None) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M") if moment else "never"
+
+
+def rows_html(rows: list[Row]) -> str:
+    """The table's rows. Built here: through the template engine a 150-site portfolio spent three
+    quarters of its time on this loop (a node per cell and tag), 1,000 sites would take seconds."""
+    # Safe: row_html escapes every user-supplied value (labels, tags, grades, URLs).
+    return mark_safe("".join(row_html(r) for r in rows))  # nosec: reviewed, see the comment above
+
+
+def row_html(r: Row) -> str:
+    tags = "".join(f' <span class="tag">{escape(t)}</span>' for t in r.tags)
+    days = f"{r.days_left} days" if r.days_left is not None else "–"
+    return (f'<tr data-testid="portfolio-row" data-site="{r.site.pk}">'
+            f'<td><a href="{escape(r.url)}">{escape(r.site.label)}</a>{tags}</td>'
+            f'<td>{escape(r.site.last_grade) or "–"}</td><td data-trend="{r.trend}">{ARROWS.get(r.trend, "")}</td>'
+            f'<td>{days}</td><td>{r.audited}</td></tr>\n')
+
+
+ARROWS = {"up": "↑", "down": "↓", "same": "→"}
 
 
 def worst_first(row: Row):
@@ -49,27 +92,11 @@ def worst_first(row: Row):
     return (not graded, -rank(row.site.last_grade) if graded else 0, row.site.hostname)
 
 
-def last_two_scores(site_ids: list[int]) -> dict[int, list[tuple[int, int | None]]]:
-    """site id -> [(audit id, score) of its newest done audit, the one before]."""
-    ranked = (Audit.objects.filter(site_id__in=site_ids, status=Audit.Status.DONE)
-              .annotate(n=Window(RowNumber(), partition_by=F("site_id"), order_by=F("finished_at").desc()))
-              .filter(n__lte=2).order_by("site_id", "n").values_list("site_id", "pk", "score"))
-    result = defaultdict(list)
-    for site_id, audit_id, score in ranked:
-        result[site_id].append((audit_id, score))
-    return result
-
-
-def trend(latest: list[tuple[int, int | None]]) -> str:
-    if len(latest) < 2 or latest[0][1] is None or latest[1][1] is None:
+def trend(new: int | None, old: int | None) -> str:
+    """The latest done audit's score against the one before it."""
+    if new is None or old is None:
         return ""
-    new, old = latest[0][1], latest[1][1]
     return "up" if new > old else "down" if new < old else "same"
-
-
-def leaf_expiry(audit_ids: list[int]) -> dict[int, datetime]:
-    return dict(AuditCertificate.objects.filter(audit_id__in=audit_ids, position=0)
-                .values("audit_id").annotate(first=Min("not_after")).values_list("audit_id", "first"))
 
 
 def expiry_calendar(rows: list[Row], now: datetime) -> list[tuple[date, list[Row]]]:

@@ -16,14 +16,20 @@ def site_history(request, org, pk):
 
 
 def _history_context(request, org, site, schedule_form=None):
-    audits = list(history.done_audits(site))
-    pair = history.pick_pair(audits, request.GET.get("a"), request.GET.get("b"))
+    points = history.done_audits(site)
+    chosen = history.pick_pair(points, request.GET.get("a"), request.GET.get("b"))
+    last_night = history.nightly_pair(points)
+    audits = history.load_audits([*(chosen or ()), *(last_night or ())], site)
+    pair = tuple(audits[p.pk] for p in chosen) if chosen else None
     schedule = getattr(site, "schedule", None)
     if schedule_form is None and schedule is not None:
         schedule_form = ScheduleForm(initial={"frequency": schedule.frequency, "weekday": schedule.weekday})
-    return {"org": org, "site": site, "audits": audits, "chart": history.chart_series(audits),
+    options_a, options_b = history.audit_options(points, chosen)
+    return {"org": org, "site": site, "audits": points, "chart": history.chart_series(points),
+            "options_a": options_a, "options_b": options_b, "audit_rows": history.audit_rows(points, site),
             "pair": pair, "diff": history.diff_between(*pair) if pair else None,
-            "nightly": history.latest_nightly_diff(audits), "schedule": schedule,
+            "nightly": history.nightly_diff(tuple(audits[p.pk] for p in last_night) if last_night else None),
+            "schedule": schedule,
             "schedule_form": schedule_form, "can_schedule": roles.can(org.role, "manage_sites")}
 
 
@@ -55,7 +61,7 @@ def portfolio(request, org):
 def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
-    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows
+    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows, rows_html
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()
@@ -63,7 +69,8 @@ def _portfolio_context(request, org, window_form=None):
     policy = schedules.policy_for(org)
     if window_form is None:
         window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
-    return {"org": org, "rows": rows, "calendar": expiry_calendar(rows, now), "tag": tag, "grade": grade,
+    return {"org": org, "rows": rows, "row_html": rows_html(rows), "calendar": expiry_calendar(rows, now),
+            "tag": tag, "grade": grade,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
             "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org")}
 

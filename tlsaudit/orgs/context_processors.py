@@ -1,7 +1,8 @@
 def organizations(request):
     """The organization switcher: the user's organizations and the current one."""
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    # API keys authenticate as a principal that is not a user row: no switcher for them.
+    if user is None or not user.is_authenticated or getattr(user, "pk", None) is None:
         return {}
     from tlsaudit.orgs.access import orgs_of
 

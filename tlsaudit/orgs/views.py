@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from tlsaudit.accounts.emails import send_templated
+from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for, remember_org
 from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
@@ -22,6 +23,7 @@ def create_org(request):
         with transaction.atomic():
             org = form.save()
             Membership.objects.create(organization=org, user=request.user, role=roles.OWNER)
+            record("org.created", org=org, target=org.name, request=request)
         remember_org(request.user, org)
         messages.success(request, f"{org.name} is ready. Add the first site to audit.")
         return redirect("sites:list", org.slug)
@@ -38,6 +40,8 @@ def org_settings(request, org):
             raise PermissionDenied("Only owners and admins can change the organization's settings.")
         if form.is_valid():
             form.save()
+            # Field names only: the custom CA is public, but values do not belong in a log.
+            record("org.settings_changed", org=org, target=org.name, request=request, fields=form.changed_data)
             messages.success(request, "Settings saved.")
             return redirect("orgs:settings", org.slug)
     return render(request, "orgs/settings.html", _members_context(request, org, settings_form=form))
@@ -51,6 +55,7 @@ def _members_context(request, org, **extra):
         "invite_form": extra.pop("invite_form", None) or InviteForm(org=org, actor_role=org.role),
         "can_manage_members": roles.can(org.role, "manage_members"),
         "can_manage_org": roles.can(org.role, "manage_org"),
+        "can_view_audit_log": roles.can(org.role, "view_audit_log"),
         "role_choices": roles.ROLE_CHOICES,
         **extra,
     }
@@ -66,6 +71,7 @@ def invite(request, org):
         return render(request, "orgs/settings.html", context, status=400)
     invitation = Invitation.objects.create(organization=org, email=form.cleaned_data["email"],
                                            role=form.cleaned_data["role"], invited_by=request.user)
+    record("member.invited", org=org, target=invitation.email, request=request, role=invitation.role)
     link = settings.SITE_URL + reverse("orgs:accept", args=[invitation.token])
     send_templated("invitation", invitation.email, {"invitation": invitation, "org": org, "link": link,
                                                      "inviter": request.user})
@@ -77,7 +83,9 @@ def invite(request, org):
 @require_POST
 def revoke_invitation(request, org, pk):
     org = org_for(request, org, "manage_members")
-    get_object_or_404(Invitation, organization=org, pk=pk, accepted_at=None).delete()
+    invitation = get_object_or_404(Invitation, organization=org, pk=pk, accepted_at=None)
+    invitation.delete()
+    record("member.invitation_revoked", org=org, target=invitation.email, request=request, role=invitation.role)
     messages.info(request, "Invitation revoked.")
     return redirect("orgs:settings", org.slug)
 
@@ -92,6 +100,8 @@ def accept_invitation(request, token):
         return render(request, "orgs/invitation.html", {"invitation": invitation, "wrong_user": True}, status=403)
     if request.method == "POST":
         _accept(invitation, request.user)
+        record("member.joined", org=invitation.organization, target=request.user.email, request=request,
+               role=invitation.role)
         messages.success(request, f"You joined {invitation.organization.name}.")
         return redirect("sites:list", invitation.organization.slug)
     return render(request, "orgs/invitation.html", {"invitation": invitation})
@@ -126,8 +136,10 @@ def change_role(request, org, pk):
     if membership.role == roles.OWNER and new_role != roles.OWNER and _is_last_owner(org, membership):
         messages.error(request, "An organization needs at least one owner: make someone else owner first.")
         return redirect("orgs:settings", org.slug)
-    membership.role = new_role
+    old_role, membership.role = membership.role, new_role
     membership.save(update_fields=["role"])
+    record("member.role_changed", org=org, target=membership.user.email, request=request,
+           old_role=old_role, new_role=new_role)
     messages.success(request, f"{membership.user.email} is now {new_role}.")
     return redirect("orgs:settings", org.slug)
 
@@ -144,6 +156,8 @@ def remove_member(request, org, pk):
         messages.error(request, "The last owner cannot leave: make someone else owner first.")
         return redirect("orgs:settings", org.slug)
     membership.delete()
+    record("member.removed", org=org, target=membership.user.email, request=request, role=membership.role,
+           left=leaving)
     if leaving:
         messages.info(request, f"You left {org.name}.")
         return redirect("home")

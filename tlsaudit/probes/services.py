@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
 from tlsaudit.probes.models import Probe
 
@@ -30,6 +31,10 @@ class ProbeRefused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class ProbeRateLimited(RateLimited, ProbeRefused):
+    """A ProbeRefused that a wait would cure: the API answers 429 with `retry_after`."""
 
 
 # --- params --------------------------------------------------------------------------------
@@ -88,6 +93,7 @@ def queue_probe(site, raw_params: dict, *, user) -> Probe:
         if Probe.objects.filter(site=site, status__in=ACTIVE).exists():
             raise ProbeRefused("busy", f"A browser probe of {site.label} is already queued or running: wait for it "
                                        "to finish (one probe per site at a time).")
+        enforce_probe_limits(org, site)
         today = Probe.objects.filter(organization=org, created_at__gte=timezone.now() - timedelta(days=1)).count()
         if today >= settings.PROBE_RUNS_PER_DAY:
             raise ProbeRefused("cap_probes_per_day", f"{org.name} already ran {today} browser probes in the last 24 "
@@ -96,6 +102,18 @@ def queue_probe(site, raw_params: dict, *, user) -> Probe:
                                      host=site.hostname, loads_total=loads_planned(params))
         transaction.on_commit(lambda: send(probe.pk))
     return probe
+
+
+def enforce_probe_limits(org, site) -> None:
+    """Per organization per hour, and per host (all organizations together) per window."""
+    hour, per_org = timedelta(hours=1), settings.PROBE_LIMIT_PER_ORG_HOUR
+    enforce(times_since(Probe.objects.filter(organization=org), hour), limit=per_org, window=hour,
+            code="probes_per_org", error=ProbeRateLimited,
+            what=f"your organization already ran {per_org} browser probes")
+    per_target, window = settings.PROBE_LIMIT_PER_TARGET, timedelta(minutes=settings.PROBE_LIMIT_TARGET_MINUTES)
+    enforce(times_since(Probe.objects.filter(host__iexact=site.hostname), window), limit=per_target, window=window,
+            code="probes_per_target", error=ProbeRateLimited,
+            what=f"{site.hostname} was already probed {times(per_target)} (by all users of TLS Audit together)")
 
 
 def loads_planned(params: dict) -> int:

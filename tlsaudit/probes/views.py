@@ -22,8 +22,11 @@ HISTORY = 20
 
 
 def overview_context(request, org, site, **extra) -> dict:
-    probes = list(site.probes.select_related("requested_by", "site__organization")[:HISTORY])
+    # The history table needs no engine JSON (page loads and waterfalls): only the latest probe's.
+    probes = list(site.probes.select_related("requested_by").defer("result")[:HISTORY])
     latest = probes[0] if probes else None
+    if latest is not None:
+        latest.result = Probe.objects.values_list("result", flat=True).get(pk=latest.pk)
     context = {"org": org, "site": site, "probes": probes, "probe": latest, "can_run": roles.can(org.role, RUN_ACTION),
                "email_verified": request.user.email_verified, "max_runs": settings.PROBE_MAX_RUNS,
                "runs_per_day": settings.PROBE_RUNS_PER_DAY, **extra}
@@ -47,8 +50,12 @@ def probe_start(request, org, pk):
     try:
         probe = services.queue_probe(site, raw, user=request.user)
     except services.ProbeRefused as refusal:
-        return render(request, "probes/overview.html", overview_context(request, org, site, refusal=refusal),
-                      status=400)
+        limited = isinstance(refusal, services.ProbeRateLimited)
+        response = render(request, "probes/overview.html", overview_context(request, org, site, refusal=refusal),
+                          status=429 if limited else 400)
+        if limited:
+            response["Retry-After"] = str(refusal.retry_after)
+        return response
     return redirect(probe)
 
 

@@ -91,8 +91,9 @@ class SiteForm(forms.ModelForm):
         duplicate = Site.objects.filter(organization=self.org, hostname=parsed.hostname,
                                         https_port=data["https_port"]).exclude(pk=self.instance.pk)
         if duplicate.exists():
-            self.add_error("address", f"{self._origin(parsed.hostname, data['https_port'])} is already "
-                                      "in this organization.")
+            self.add_error("address", forms.ValidationError(
+                f"{self._origin(parsed.hostname, data['https_port'])} is already in this organization.",
+                code="duplicate"))
         return data
 
     def _apply_address_port(self, parsed, data):
@@ -117,7 +118,8 @@ class SiteForm(forms.ModelForm):
         from workers.tls.target import resolve_target  # sockets only, no sslyze
 
         try:
-            resolve_target(hostname, self.cleaned_data.get("https_port") or 443, timeout=3.0)
+            resolve_target(hostname, self.cleaned_data.get("https_port") or 443, timeout=3.0,
+                           resolver=settings.DNS_RESOLVER)
         except TargetError as exc:
             if exc.code == PRIVATE_TARGET:
                 self.add_error("address", exc.message)

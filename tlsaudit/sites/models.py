@@ -36,6 +36,11 @@ class Site(models.Model):
     last_audit_at = models.DateTimeField(null=True, blank=True)
     last_audit_status = models.CharField(max_length=10, blank=True)
     last_grade = models.CharField(max_length=2, blank=True, db_index=True)
+    # From the latest *done* audit and the one before it (a failed night keeps them), so the
+    # portfolio's trend and certificate expiry need no query per site.
+    latest_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    previous_score = models.PositiveSmallIntegerField(null=True, blank=True)
+    cert_expires_at = models.DateTimeField(null=True, blank=True, help_text="earliest leaf not_after")
 
     class Meta:
         constraints = [

@@ -1,10 +1,11 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q
+from django.db.models import Q, prefetch_related_objects
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
@@ -18,9 +19,8 @@ PAGE_SIZE = 25
 
 def site_for(request, org_slug: str, pk: int, action: str = "view"):
     org = org_for(request, org_slug, action)
-    site = get_object_or_404(Site.objects.select_related("organization").prefetch_related("tags"),
-                             organization=org, pk=pk)
-    site.organization.role = org.role
+    site = get_object_or_404(Site, organization=org, pk=pk)
+    site.organization = org  # already loaded, with the user's role on it
     return org, site
 
 
@@ -37,13 +37,22 @@ def site_list(request, org):
     sort = request.GET.get("sort", "host")
     sites = sites.order_by(SORTS.get(sort, "hostname"), "https_port", "pk")
     page = Paginator(sites, PAGE_SIZE).get_page(request.GET.get("page"))
+    page.object_list = with_org(page.object_list, org)
     template = "sites/list.html#site-table" if request.htmx else "sites/list.html"
     return render(request, template, {
         "org": org, "page": page, "tag": tag, "q": query, "sort": sort,
         "all_tags": org.tags.order_by("name").values_list("name", flat=True),
         "can_edit": roles.can(org.role, "manage_sites"),
-        "total": Site.objects.filter(organization=org).count(),
+        "total": page.paginator.count if not (tag or query) else Site.objects.filter(organization=org).count(),
     })
+
+
+def with_org(sites, org) -> list:
+    """Give each site the organization already loaded, so links (its slug) cost no query per row."""
+    sites = list(sites)
+    for site in sites:
+        site.organization = org
+    return sites
 
 
 @login_required
@@ -76,16 +85,20 @@ def site_edit(request, org, pk):
 @require_POST
 def site_delete(request, org, pk):
     org, site = site_for(request, org, pk, "manage_sites")
-    label = site.label
+    label, origin, site_id = site.label, site.display_origin, site.pk
     site.delete()
+    record("site.deleted", org=org, target=origin, request=request, site_id=site_id, name=label)
     messages.info(request, f"{label} deleted.")
     return redirect("sites:list", org.slug)
 
 
 @login_required
 def site_detail(request, org, pk):
+    from tlsaudit.audits.queries import listed
+
     org, site = site_for(request, org, pk)
-    audits = list(site.audits.select_related("requested_by")[:20])
+    prefetch_related_objects([site], "tags")  # the header shows them; the site's other pages do not
+    audits = list(listed(site.audits.all())[:20])
     latest = next((a for a in audits if a.status == "done"), None)
     return render(request, "sites/detail.html", {
         "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
@@ -96,9 +109,11 @@ def site_detail(request, org, pk):
 def since_previous(site):
     """(previous, latest, diff) of the site's last two done audits when something changed, else None."""
     from tlsaudit.audits.models import Audit
+    from tlsaudit.audits.queries import UNSHOWN_FIELDS
     from tlsaudit.monitoring.history import diff_between
 
-    last_two = list(Audit.objects.filter(site=site, status=Audit.Status.DONE).order_by("-finished_at", "-pk")[:2])
+    last_two = list(Audit.objects.filter(site=site, status=Audit.Status.DONE).defer(*UNSHOWN_FIELDS)
+                    .order_by("-finished_at", "-pk")[:2])
     if len(last_two) < 2:
         return None
     new, old = last_two

@@ -37,6 +37,8 @@ CHROMIUM_ARGS = (
     "--disable-domain-reliability", "--metrics-recording-only",
     # HTTP/3 would make warm loads switch protocol after Alt-Svc; we compare TLS over TCP.
     "--disable-quic",
+    # WebRTC's UDP would bypass the guarded probe's SOCKS proxy (a page could probe private addresses).
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     # HttpsUpgrades would silently turn the http:// variant into https:// on port 80 sites.
     "--disable-features=OptimizationHints,MediaRouter,Translate,NetworkTimeServiceQuerying,"
     "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable",
@@ -180,8 +182,9 @@ class ProbeBrowser:
             self.start(ca_pem, ip_map)
         return self
 
-    def new_context(self):
-        return self.browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    def new_context(self, proxy: dict | None = None):
+        """A fresh context (empty cache, no connections); `proxy`: Playwright's proxy settings."""
+        return self.browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", proxy=proxy)
 
     def close(self, wait_s: float = 10.0) -> None:
         """Close Chromium and the driver; any of its processes still alive after `wait_s` is killed by pid."""

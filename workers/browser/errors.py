@@ -74,6 +74,13 @@ def classify_load_error(text: str, *, host: str, port: int, timeout_s: float, ho
         return ProbeError(DNS, f"The name {host} does not resolve (DNS lookup failed).", detail)
     if name == "ERR_UNSAFE_PORT":
         return ProbeError(INVALID_TARGET, f"Browsers refuse to connect to port {port} (a blocked port).", detail)
+    if name == "ERR_SSL_UNRECOGNIZED_NAME_ALERT":
+        return ProbeError(TLS_HANDSHAKE_FAILED, f"The server on {host}:{port} does not serve {host}: it answered the "
+                                                "TLS handshake for this name with the alert 'unrecognized name'.", detail)
+    if name == "ERR_SSL_PROTOCOL_ERROR":
+        return ProbeError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed: the server answered "
+                                                "with something that is not TLS, or broke the handshake off "
+                                                "(ERR_SSL_PROTOCOL_ERROR).", detail)
     if name.startswith("ERR_SSL_"):
         return ProbeError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed ({name}).", detail)
     if name in _CONNECTION_FAILURES:

@@ -1,22 +1,27 @@
-"""SSRF guard for the browser probe: which hosts Chromium may load documents from.
+"""SSRF guard for the browser probe: which hosts Chromium may connect to, and at which address.
 
-Chromium resolves names itself, so the guard works in two layers:
+Chromium resolves names itself, so the guard works in three layers:
 1. Before launch: the target is resolved here (or its pinned IP taken), every address checked
    with `tlsaudit.domain.netguard`, and the checked address pinned with
    `--host-resolver-rules=MAP host ip`, so Chromium never looks the target up again (no rebinding).
-2. During loads: every *document* request (the navigation, each redirect hop, iframes) is paused
-   through CDP `Fetch` and its host resolved the way Chromium will (the same MAP rules first, then
-   getaddrinfo); a refused address fails the request (`BlockedByClient`) before any connection.
-Limits (see docs): subresources (images, scripts...) are not paused, because each pause costs a
-round trip to this process that would land in the measured timings; and a redirect host is resolved
-twice (here, then by Chromium), so a rebinding DNS server with a zero TTL could still win that race.
-The same rules as workers.tls.target, re-implemented here because engines import only `domain`.
+2. Every connection: the guarded browser context sends all its traffic (documents, subresources,
+   redirects, fetch/XHR, WebSockets, loopback included) through this process's SOCKS5 proxy
+   (proxy.py). SOCKS5 hands the proxy the *name*; the proxy asks this guard for the checked address
+   (`checked_address`) and connects to exactly that address, or refuses. Chromium never resolves
+   nor connects on its own, so the address checked is the address connected to.
+3. Documents (the navigation, each redirect hop, iframes) are also paused through CDP `Fetch` and
+   checked here before Chromium sends them, so a refused redirect fails with the guard's reason
+   (`BlockedByClient`) rather than a proxy error.
+A host is resolved once per probe (cached), so layers 2 and 3 always agree, even against a DNS
+server that answers differently each time (rebinding). The same rules as workers.tls.target,
+re-implemented here because engines import only `domain`.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -30,12 +35,15 @@ class AddressGuard:
     """Decides whether a host may be loaded; `refuse(address) -> reason | None` is the address policy."""
 
     def __init__(self, allow_private: bool = False, ip_map: dict[str, str] | None = None,
-                 refuse: Callable = refused_kind, dns_timeout_s: float = 5.0):
+                 refuse: Callable = refused_kind, dns_timeout_s: float = 5.0,
+                 resolver: tuple[str, int] | None = None):
         self.allow_private = allow_private
         self.ip_map = {k.lower(): v for k, v in (ip_map or {}).items()}
         self.refuse = refuse
         self.dns_timeout_s = dns_timeout_s
+        self.resolver = resolver           # (ip, port) of the DNS server to ask; None: getaddrinfo
         self._cache: dict[str, list[str]] = {}
+        self._lock = threading.Lock()      # the proxy's thread and the browser's share the cache
 
     def check_target(self, host: str, pinned_ip: str | None) -> str | None:
         """The address to pin `host` to (None: let Chromium resolve); raises ProbeError when refused."""
@@ -59,21 +67,33 @@ class AddressGuard:
         if not host:
             return None
         try:
-            self._refuse_any(host, self.resolve(host))
+            self.checked_address(host)
         except ProbeError as exc:
             return exc.message if exc.code == PRIVATE_TARGET else None
         return None
 
-    def resolve(self, host: str) -> list[str]:
+    def checked_address(self, host: str, may_look_up: bool = True) -> str | None:
+        """The one address a connection to `host` may go to; ProbeError (private_target, dns) otherwise.
+        With `may_look_up=False`, None when that would need a DNS lookup (not pinned, cached or literal)."""
+        addresses = self.resolve(host, may_look_up)
+        if addresses is None:
+            return None
+        self._refuse_any(host.lower().strip("[]"), addresses)
+        return addresses[0]
+
+    def resolve(self, host: str, may_look_up: bool = True) -> list[str] | None:
         host = host.lower().strip("[]")
         if host in self.ip_map:
             return [self.ip_map[host]]
         literal = parse_ip_literal(host)
         if literal is not None:
             return [str(literal)]
-        if host not in self._cache:
-            self._cache[host] = lookup(host, self.dns_timeout_s)
-        return self._cache[host]
+        with self._lock:  # once per probe: every later check and connection uses this answer
+            if host not in self._cache:
+                if not may_look_up:
+                    return None
+                self._cache[host] = lookup(host, self.dns_timeout_s, self.resolver)
+            return self._cache[host]
 
     def _refuse_any(self, host: str, addresses: list[str]) -> None:
         if self.allow_private:
@@ -85,8 +105,13 @@ class AddressGuard:
                 raise ProbeError(PRIVATE_TARGET, f"{where} is {kind}. {_PUBLIC_ONLY}")
 
 
-def lookup(host: str, timeout_s: float) -> list[str]:
-    """getaddrinfo with a deadline (in a daemon thread: the C call cannot be interrupted), IPv4 first."""
+def lookup(host: str, timeout_s: float, resolver: tuple[str, int] | None = None) -> list[str]:
+    """getaddrinfo with a deadline (in a daemon thread: the C call cannot be interrupted), IPv4 first;
+    or, with `resolver`, A then AAAA records asked of that DNS server."""
+    if f".{host}".endswith(".localhost"):
+        return ["127.0.0.1", "::1"]  # RFC 6761 6.3: loopback, whatever a DNS server would answer
+    if resolver is not None:
+        return ask_dns_server(host, resolver, timeout_s)
     box: dict = {}
 
     def run() -> None:
@@ -108,6 +133,29 @@ def lookup(host: str, timeout_s: float) -> list[str]:
             address = sockaddr[0].split("%", 1)[0]
             if info_family == family and address not in addresses:
                 addresses.append(address)
+    if not addresses:
+        raise ProbeError(DNS, f"The name {host} has no IPv4 or IPv6 address.")
+    return addresses
+
+
+def ask_dns_server(host: str, resolver: tuple[str, int], timeout_s: float) -> list[str]:
+    import dns.exception
+    import dns.resolver
+
+    client = dns.resolver.Resolver(configure=False)
+    client.nameservers, client.port, client.cache = [resolver[0]], resolver[1], None
+    deadline = time.monotonic() + timeout_s
+    addresses: list[str] = []
+    for rdtype in ("A", "AAAA"):
+        try:
+            answer = client.resolve(host, rdtype, lifetime=max(0.1, deadline - time.monotonic()), search=False)
+        except dns.resolver.NoAnswer:
+            continue
+        except dns.exception.Timeout:
+            raise ProbeError(DNS, f"The DNS lookup for {host} did not answer within {timeout_s:g} s.") from None
+        except dns.exception.DNSException as exc:
+            raise ProbeError(DNS, f"The name {host} does not resolve (DNS lookup failed).", str(exc)) from None
+        addresses += [record.address for record in answer if record.address not in addresses]
     if not addresses:
         raise ProbeError(DNS, f"The name {host} has no IPv4 or IPv6 address.")
     return addresses

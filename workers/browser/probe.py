@@ -1,6 +1,8 @@
 """run_probe(spec) -> dict: real Chromium page loads of one site over HTTPS and HTTP, cold and warm.
 
-1. Guard: check the target (and pin it) unless private targets are allowed; see guard.py.
+1. Guard: check the target (and pin it) unless private targets are allowed; see guard.py. A guarded
+   probe's contexts connect only through the guard's SOCKS5 proxy (proxy.py); `refused` lists the
+   requests it turned away (a subresource on a private address does not fail the page).
 2. Get a browser that trusts `spec.ca_pem` and pins the target (reuse the caller's if it fits).
 3. For run in 0..K-1: open a fresh context per variant and load the page in it (cold: empty cache,
    new connections, new TLS handshake); then `page.reload()` in each (warm: conditional requests,
@@ -23,6 +25,7 @@ from tlsaudit.domain.probe_stats import increase_pct, summarize
 from workers.browser.chromium import ProbeBrowser
 from workers.browser.errors import CANCELLED, INVALID_TARGET, ProbeError, classify_load_error
 from workers.browser.guard import AddressGuard
+from workers.browser.proxy import GuardedProxy
 from workers.browser.recorder import Recorder
 from workers.browser.spec import MODES, VARIANTS, ProbeSpec
 
@@ -62,27 +65,33 @@ def check_spec(spec: ProbeSpec) -> None:
 
 def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: Callable[[], bool] | None = None,
               on_progress: Callable[[int, int, dict], None] | None = None, allow_private: bool = False,
-              guard: AddressGuard | None = None) -> dict:
+              guard: AddressGuard | None = None, resolver: tuple[str, int] | None = None) -> dict:
     """Probe one site; never raises for a site's failure (see `error`). `browser` is reused when it fits,
     relaunched otherwise (`ProbeBrowser.ensure`); without one, a browser is launched and closed here.
     `on_progress(done, total, load)` after each load; `cancel()` is asked before each load.
-    `guard` replaces the default AddressGuard(allow_private) (a custom address policy)."""
+    `guard` replaces the default AddressGuard(allow_private) (a custom address policy); `resolver`
+    (ip, port) is the DNS server the guard asks (None: the system's)."""
     started = time.monotonic()
     result = {"spec": spec.to_dict(), "loads": [], "summary": {}, "increase_pct": {"cold": {}, "warm": {}},
-              "variant_errors": {}, "browser": {"version": ""}, "duration_s": 0.0, "error": None}
+              "variant_errors": {}, "refused": [], "browser": {"version": ""}, "duration_s": 0.0, "error": None}
     owned = browser is None
+    proxy = None
     try:
         check_spec(spec)
-        guard = guard or AddressGuard(allow_private, ip_map=browser.ip_map if browser else None)
+        guard = guard or AddressGuard(allow_private, ip_map=browser.ip_map if browser else None, resolver=resolver)
         pinned = guard.check_target(spec.host, spec.ip)
         ip_map = {spec.host: pinned} if pinned else {}
         guard.ip_map.update(ip_map)
         browser = browser.ensure(spec.ca_pem, ip_map) if browser else ProbeBrowser(spec.ca_pem, ip_map)
         result["browser"]["version"] = browser.version
-        Session(spec, browser, guard, result, cancel, on_progress).run()
+        proxy = None if guard.allow_private else GuardedProxy(guard, connect_timeout_s=spec.timeout_s)
+        Session(spec, browser, guard, result, cancel, on_progress, proxy).run()
     except ProbeError as exc:
         result["error"] = exc.to_dict()
     finally:
+        if proxy is not None:
+            proxy.close()
+            result["refused"] = list(proxy.refusals)
         if owned and browser is not None:
             browser.close()
     ok_loads = [load for load in result["loads"] if load["ok"]]
@@ -99,9 +108,9 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
 class Session:
     """The loads of one probe: fresh contexts, interleaved variants, per-variant failure."""
 
-    def __init__(self, spec, browser, guard, result, cancel, on_progress):
+    def __init__(self, spec, browser, guard, result, cancel, on_progress, proxy=None):
         self.spec, self.browser, self.guard, self.result = spec, browser, guard, result
-        self.cancel, self.on_progress = cancel, on_progress
+        self.cancel, self.on_progress, self.proxy = cancel, on_progress, proxy
         self.total = spec.runs * len(spec.variants) * len(MODES)
         self.done = 0
 
@@ -120,7 +129,7 @@ class Session:
                         if variant in self.result["variant_errors"]:
                             continue
                         if mode == "cold":
-                            tabs[variant] = Tab(self.browser, self.guard)
+                            tabs[variant] = Tab(self.browser, self.guard, self.proxy)
                         self.record(tabs[variant].load(self.spec, variant, mode, run))
             finally:
                 for tab in tabs.values():
@@ -139,10 +148,11 @@ class Session:
 class Tab:
     """One browser context + page + CDP session: the cold load, then the warm reload."""
 
-    def __init__(self, browser: ProbeBrowser, guard: AddressGuard):
+    def __init__(self, browser: ProbeBrowser, guard: AddressGuard, proxy: GuardedProxy | None = None):
         self.guard = guard
+        self.proxy = proxy
         self.blocked: str | None = None
-        self.context = browser.new_context()
+        self.context = browser.new_context(proxy=proxy.playwright_proxy if proxy else None)
         self.page = self.context.new_page()
         self.cdp = self.context.new_cdp_session(self.page)
         self.recorder = Recorder()
@@ -150,7 +160,8 @@ class Tab:
         self.cdp.send("Network.enable")
         self.cdp.send("Audits.enable")
         if not guard.allow_private:
-            # Documents only: see guard.py for why subresources are not paused.
+            # Documents only (every connection goes through the proxy anyway): the guard's reason
+            # for a refused navigation or redirect, instead of the proxy's bare SOCKS error.
             self.cdp.on("Fetch.requestPaused", self.on_paused)
             self.cdp.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document",
                                                          "requestStage": "Request"}]})
@@ -176,13 +187,19 @@ class Tab:
             nav = self.page.evaluate(NAVIGATION_ENTRY)
         except Exception as exc:  # noqa: BLE001 — Playwright's Error/TimeoutError: classified below
             parts = urlsplit(url)
-            error = classify_load_error(f"{type(exc).__name__}: {exc}", host=spec.host,
-                                        port=parts.port or (443 if variant == "https" else 80),
+            port = parts.port or (443 if variant == "https" else 80)
+            error = classify_load_error(self.unproxied(f"{type(exc).__name__}: {exc}", spec.host, port),
+                                        host=spec.host, port=port,
                                         timeout_s=spec.timeout_s, hops=len(self.recorder.redirect_chain()),
                                         blocked=self.blocked)
             return self.failed_load(url, variant, mode, run, error)
         self.recorder.settle(self.page)
         return self.measured_load(url, variant, mode, run, nav)
+
+    def unproxied(self, text: str, host: str, port: int) -> str:
+        """Chromium reports any failed proxied connection as a SOCKS error: name the proxy's real outcome."""
+        upstream = self.proxy.net_error_for(host, port) if self.proxy else None
+        return text.replace("ERR_SOCKS_CONNECTION_FAILED", upstream) if upstream else text
 
     def measured_load(self, url, variant, mode, run, nav: dict) -> dict:
         recorder = self.recorder

@@ -676,7 +676,7 @@ class Connection(asyncio.Protocol):
             return False
         except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
             self.flush_tls()
-            self.settle(ConnectFailed(f"TLS handshake: {type(exc).__name__}"))
+            self.settle(ConnectFailed(f"TLS handshake: {handshake_error(exc)}"))
             self.abort()
             return False
         self.flush_tls()
@@ -800,3 +800,10 @@ class Connection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None and not self.closed:
             self.transport.abort()
+
+
+def handshake_error(exc: BaseException) -> str:
+    """A bare SSLError says nothing: add OpenSSL's reason ("SSLError (WRONG_VERSION_NUMBER)").
+    Subclasses (SSLCertVerificationError...) name the problem already."""
+    reason = getattr(exc, "reason", None)
+    return f"SSLError ({reason})" if type(exc) is ssl.SSLError and reason else type(exc).__name__

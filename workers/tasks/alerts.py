@@ -3,6 +3,7 @@
 import smtplib
 
 from workers.celery import app
+from workers.tasks.transient import DATABASE_DOWN
 
 WEBHOOK_MAX_ATTEMPTS = 5
 
@@ -11,7 +12,7 @@ class RetryableDelivery(Exception):
     """A 5xx, a timeout or a connection error: worth another attempt later."""
 
 
-@app.task(name="workers.tasks.alerts.evaluate_audit", autoretry_for=(smtplib.SMTPException, OSError),
+@app.task(name="workers.tasks.alerts.evaluate_audit", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),
           retry_backoff=30, max_retries=5)
 def evaluate_audit(audit_id: int) -> int:
     """Store the audit's new events (once each), then email whatever is not emailed yet:
@@ -36,7 +37,7 @@ def deliver_webhook(self, delivery_id: int) -> str:
     return row.status
 
 
-@app.task(name="workers.tasks.alerts.check_expiries", autoretry_for=(smtplib.SMTPException, OSError),
+@app.task(name="workers.tasks.alerts.check_expiries", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),
           retry_backoff=30, max_retries=5)
 def check_expiries() -> int:
     from tlsaudit.alerts import services

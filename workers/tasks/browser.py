@@ -45,9 +45,13 @@ def run_probe(self, probe_id: int) -> str:
     site = probe.site
     try:
         target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
-                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                                allow_private=settings.ALLOW_PRIVATE_TARGETS, resolver=settings.DNS_RESOLVER)
     except TargetError as exc:
         services.fail(probe, exc.code, exc.message)
+        return "failed"
+    problem = unreachable(probe, target.ip)
+    if problem is not None:
+        services.fail(probe, problem.code, problem.message)
         return "failed"
     with target_lock(target.ip, target.port, probe_id) as locked:
         if not locked:
@@ -58,6 +62,24 @@ def run_probe(self, probe_id: int) -> str:
         if not services.claim(probe_id, target.ip):
             return "skipped"
         return probe_and_store(probe, spec_for(probe, target.ip))
+
+
+def unreachable(probe, ip: str):
+    """Pre-flight the port the probe's deciding variant loads (one TLS handshake for HTTPS, a TCP
+    connect for an HTTP-only probe) with a deadline on the whole exchange: a silent, dropping,
+    trickling or non-TLS server fails the probe in seconds with the reason, before Chromium waits
+    out its page timeout. A refused port is left to Chromium: it fails as fast and says so."""
+    from workers.tls import reach
+    from workers.tls.errors import reach_error
+
+    site, timeout = probe.site, settings.SCAN_NETWORK_TIMEOUT
+    if "https" in (probe.params.get("variants") or ("https",)):
+        outcome = reach.check_tls(ip, site.https_port, site.hostname, timeout)
+    else:
+        outcome = reach.check_tcp(ip, site.http_port, timeout)
+    if outcome.outcome in (reach.OK, reach.REFUSED):
+        return None
+    return reach_error(outcome, site.hostname)
 
 
 def spec_for(probe, checked_ip: str):
@@ -222,7 +244,7 @@ class BrowserHost:
     def run_engine(self, run_engine, spec, cancel, on_progress) -> dict:
         try:
             return run_engine(spec, browser=self.browser, cancel=cancel, on_progress=on_progress,
-                              allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                              allow_private=settings.ALLOW_PRIVATE_TARGETS, resolver=settings.DNS_RESOLVER)
         finally:
             if self.browser.browser is not None:
                 self.tokens.add(self.browser.token)

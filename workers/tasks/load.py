@@ -36,9 +36,13 @@ def start_run(self, run_id: int) -> str:
     site = run.site
     try:
         target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
-                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                                allow_private=settings.ALLOW_PRIVATE_TARGETS, resolver=settings.DNS_RESOLVER)
     except TargetError as exc:
         services.fail(run, exc.code, exc.message)
+        return "failed"
+    problem = unreachable(run, target.ip)
+    if problem is not None:
+        services.fail(run, problem.code, f"{problem.message} No load was sent.")
         return "failed"
     limits = LoadLimits.for_org(site.organization)
     if not acquire_locks(run, target.ip, limits.max_duration_s):
@@ -58,6 +62,31 @@ def start_run(self, run_id: int) -> str:
     save_plan(run_id, steps)
     dispatch_step(run_id, 0)
     return "started"
+
+
+def unreachable(run, ip: str):
+    """Pre-flight every port the run will load (TCP, plus one TLS handshake for HTTPS) with a deadline
+    on the whole exchange: a silent, dropping, trickling or non-TLS server fails the run in seconds,
+    with the reason, before any agent starts (their per-request timeouts would take n/c x timeout_s).
+    A refused port is left to the engine: it fails as fast and says so already."""
+    from workers.tls import reach
+    from workers.tls.errors import reach_error
+
+    timeout = settings.SCAN_NETWORK_TIMEOUT
+    for scheme, port in run_ports(run):
+        outcome = reach.check_tls(ip, port, run.site.hostname, timeout) if scheme == "https" else \
+            reach.check_tcp(ip, port, timeout)
+        if outcome.outcome not in (reach.OK, reach.REFUSED):
+            return reach_error(outcome, run.site.hostname)
+    return None
+
+
+def run_ports(run) -> list[tuple[str, int]]:
+    site = run.site
+    if run.kind == "sweep":
+        return [("http", site.http_port), ("https", site.https_port)]
+    scheme = run.params.get("scheme", "https") if run.kind == "load" else "https"
+    return [(scheme, site.http_port if scheme == "http" else site.https_port)]
 
 
 def plan_steps(run, ip: str) -> list[dict]:
@@ -228,7 +257,7 @@ def step_problem(run, entry: dict) -> tuple[str, str] | None:
         counters = result["counters"]
         if counters["complete"] == 0 and counters["failed"]:
             where = f"{entry['scheme']}://{run.host}:{entry_port(run, entry)}"
-            errors = ", ".join(f"{k}: {v}" for k, v in (result.get("errors") or {}).items()) or \
+            errors = ", ".join(describe_error(k, v, run) for k, v in (result.get("errors") or {}).items()) or \
                 f"{counters['failed_connect']} connection failures"
             return "no_response", f"No request to {where} completed ({errors}): is the server up on this port?"
         return None
@@ -236,6 +265,13 @@ def step_problem(run, entry: dict) -> tuple[str, str] | None:
         failures = ", ".join(f"{k}: {v}" for k, v in result["failures"].items())
         return "handshake_failed", f"No TLS {result.get('version')} handshake with {run.host} succeeded ({failures})."
     return None
+
+
+def describe_error(key: str, count: int, run) -> str:
+    """An engine error key in words: "timeout" says after how long."""
+    if key == "timeout":
+        return f"{count} got no complete response within {run.params.get('timeout_s', 10):g} s"
+    return f"{key}: {count}"
 
 
 def entry_port(run, entry: dict) -> int:

@@ -2,9 +2,12 @@
 duplicate deliveries and two beats harmless. On the default queue: they only enqueue."""
 
 from workers.celery import app
+from workers.tasks.transient import DATABASE_DOWN
 
 
-@app.task(name="workers.tasks.schedule.run_scheduled_audit", acks_late=True)
+# The database restarting when beat fires: retry (the claim makes a late second delivery harmless).
+@app.task(name="workers.tasks.schedule.run_scheduled_audit", acks_late=True, autoretry_for=DATABASE_DOWN,
+          retry_backoff=5, retry_backoff_max=300, max_retries=10)
 def run_scheduled_audit(site_id: int) -> str:
     from tlsaudit.monitoring.schedules import run_scheduled
 

@@ -27,7 +27,8 @@ MAX_CERT_BYTES = 64 * 1024
 
 
 def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostname: str, *,
-                     allow_private: bool, timeout: float) -> CertificateDeployment:
+                     allow_private: bool, timeout: float,
+                     resolver: tuple[str, int] | None = None) -> CertificateDeployment:
     """`facts_deployment` with trust re-derived from an AIA-fetched issuer, or unchanged."""
     if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
         return facts_deployment
@@ -37,7 +38,7 @@ def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostna
     if url is None:
         return facts_deployment
     try:
-        issuer = fetch_certificate(url, allow_private=allow_private, timeout=timeout)
+        issuer = fetch_certificate(url, allow_private=allow_private, timeout=timeout, resolver=resolver)
     except (OSError, ValueError, TargetError):
         return facts_deployment
     if not issued_by(top, issuer):
@@ -72,10 +73,12 @@ def ca_issuers_url(cert: x509.Certificate) -> str | None:
     return None
 
 
-def fetch_certificate(url: str, *, allow_private: bool, timeout: float) -> x509.Certificate:
+def fetch_certificate(url: str, *, allow_private: bool, timeout: float,
+                      resolver: tuple[str, int] | None = None) -> x509.Certificate:
     """HTTP/1.0 GET to the IP the guard approved (no second lookup), DER or PEM body."""
     parts = urlsplit(url)
-    target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private, timeout=timeout)
+    target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private, timeout=timeout,
+                            resolver=resolver)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\nUser-Agent: TLSAudit\r\n\r\n".encode("ascii")
     with socket.create_connection((target.ip, target.port), timeout=timeout) as sock:

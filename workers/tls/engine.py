@@ -23,7 +23,8 @@ from tlsaudit.domain.scanfacts import NOT_TESTED, Check, Hsts, ScanFacts, Server
 from workers.tls import aia
 from workers.tls import facts as convert
 from workers.tls import probes
-from workers.tls.errors import TargetError, classify_connectivity_error
+from workers.tls import reach as preflight
+from workers.tls.errors import TargetError, classify_connectivity_error, reach_error, specific_reach_error
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
 from workers.tls.target import ResolvedTarget, resolve_target
@@ -40,6 +41,11 @@ STARTED, DONE, ERROR, SKIPPED = "started", "done", "error", "skipped"
 _PREFERENCE_PROTOCOLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 # sslyze's handshake-level failures, for which our own wire diagnosis tells no_tls from timeout.
 _HANDSHAKE_FAILURES = {"ServerTlsConfigurationNotSupported", "ServerRejectedTlsHandshake", "TlsHandshakeTimedOut"}
+# Failures after which our wire diagnosis says what the port speaks instead of TLS.
+_DIAGNOSED_FAILURES = _HANDSHAKE_FAILURES | {"ConnectionToServerFailed"}
+# Pre-flight outcomes that end the audit before sslyze: nothing answers, or too slowly for any client.
+# The others (a TLS error, a reset) go on to sslyze, which tries versions and suites we cannot offer.
+_HOPELESS = {preflight.REFUSED, preflight.CONNECT_TIMEOUT, preflight.UNREACHABLE, preflight.SILENT, preflight.SLOW}
 
 
 @dataclass
@@ -67,6 +73,7 @@ def run_scan(
     network_timeout: float = 5.0,
     max_retries: int = 1,
     per_server_connections: int = 5,
+    resolver: tuple[str, int] | None = None,
 ) -> ScanOutcome:
     """Scan one TLS endpoint. Errors a site owner can act on come back in `outcome.error`, never raised."""
     filter_sslyze_warnings()
@@ -74,18 +81,25 @@ def run_scan(
     started_at = datetime.now(timezone.utc)
     try:
         with scan.phase("resolve"):
-            target = resolve_target(host, port, pinned_ip=ip, allow_private=allow_private, timeout=network_timeout)
+            target = resolve_target(host, port, pinned_ip=ip, allow_private=allow_private, timeout=network_timeout,
+                                    resolver=resolver)
     except TargetError as error:
+        return scan.outcome(None, error=error, mozilla=untested_report(error.message))
+    with scan.phase("reachability"):
+        reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout)
+    if reach.outcome in _HOPELESS:
+        error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
                                             max_retries=max_retries, per_server_connections=per_server_connections)
     raw = trim_raw(sslyze_json(result))
     if result.scan_result is None:
-        error = diagnose_connectivity_error(scan, target, connectivity_error, network_timeout)
+        error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
+            scan, target, connectivity_error, network_timeout)
         return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
     facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
     with scan.phase("aia"):
-        complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout)
+        complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver)
     run_probes(scan, facts, probes.Endpoint(target.host, target.ip, target.port, network_timeout))
     with scan.phase("mozilla"):
         mozilla = safe_mozilla_report(result)
@@ -177,7 +191,7 @@ def diagnose_connectivity_error(scan: "_Scan", target: ResolvedTarget, exc, netw
     exc_type = type(exc).__name__ if exc is not None else "Unknown"
     message = getattr(exc, "error_message", str(exc))
     wire = None
-    if exc_type in _HANDSHAKE_FAILURES:
+    if exc_type in _DIAGNOSED_FAILURES:
         with scan.phase("diagnose"):
             wire = probes.diagnose_wire(target.ip, target.port, network_timeout)
     return classify_connectivity_error(exc_type, message, ip=target.ip, port=target.port,
@@ -218,13 +232,15 @@ def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datet
         )
 
 
-def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: float) -> None:
+def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: float,
+                    resolver: tuple[str, int] | None = None) -> None:
     """Fetch the missing intermediate of an incomplete chain, as SSL Labs does (see aia.py)."""
     attempt = result.scan_result.certificate_info
     if not convert.completed(attempt):
         return
     deployments = attempt.result.certificate_deployments
-    completed = [aia.complete_via_aia(raw, ours, facts.host, allow_private=allow_private, timeout=timeout)
+    completed = [aia.complete_via_aia(raw, ours, facts.host, allow_private=allow_private, timeout=timeout,
+                                      resolver=resolver)
                  for raw, ours in zip(deployments, facts.certificates)]
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
 
@@ -260,6 +276,9 @@ def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoi
 def measure_hsts(endpoint: probes.Endpoint):
     try:
         answer = probes.fetch_hsts_header(endpoint)
+    except TimeoutError:  # a server that completes handshakes, then never answers HTTP
+        return None, Check(NOT_TESTED, reason=f"The server did not answer our HTTP request for / within "
+                                              f"{endpoint.timeout:g} s, so its HSTS header could not be read.")
     except (OSError, ValueError) as exc:
         reason = f"The HTTP request to read HSTS failed: {probes.short_error(exc)}"
         return None, Check(NOT_TESTED, reason=reason)

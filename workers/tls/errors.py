@@ -30,6 +30,10 @@ WIRE_CLOSED = "closed"      # closed the connection without a byte
 WIRE_REFUSED = "refused"
 WIRE_UNREACHABLE = "unreachable"
 
+# OpenSSL reasons a pre-flight handshake can end with that deserve their own words.
+_UNRECOGNIZED_NAME = "UNRECOGNIZED_NAME"
+_TOO_LARGE = ("EXCESSIVE_MESSAGE_SIZE", "CERTIFICATE_LIST_TOO_LONG")
+
 
 class TargetError(Exception):
     def __init__(self, code: str, message: str, detail: str = ""):
@@ -81,9 +85,77 @@ def classify_connectivity_error(
                                        "no browser supports; it must be upgraded.", detail)
     if exc_type in ("ServerTlsConfigurationNotSupported", "ServerRejectedTlsHandshake", "TlsHandshakeTimedOut"):
         return _classify_handshake_failure(port, where, wire, detail)
+    if wire in (WIRE_HTTP, WIRE_OTHER):  # e.g. sslyze's "read wrong packet type" on random bytes
+        return _classify_handshake_failure(port, where, wire, detail)
     if wire == WIRE_UNREACHABLE:
         return TargetError(CONNECTION_FAILED, f"{where} is unreachable from our scanner (no route to it).", detail)
     return TargetError(CONNECTION_FAILED, f"The connection to {where} failed.", detail)
+
+
+def reach_error(reach, host: str) -> TargetError | None:
+    """The site owner's message for a failed pre-flight handshake (workers/tls/reach.py), or None."""
+    from workers.tls import reach as r
+
+    where = _where(reach.ip, reach.port)
+    detail = f"pre-flight: {reach.outcome} after {reach.elapsed_s:g} s, {reach.received} bytes received" + (
+        f"; {reach.detail}" if reach.detail else "")
+    if reach.outcome == r.OK:
+        return None
+    if reach.outcome == r.REFUSED:
+        return TargetError(REFUSED, f"Port {reach.port} on {reach.ip} refused the connection: nothing is listening "
+                                    "there.", detail)
+    if reach.outcome == r.CONNECT_TIMEOUT:
+        return TargetError(TIMEOUT, _timeout_message(where, reach.timeout), detail)
+    if reach.outcome == r.UNREACHABLE:
+        return TargetError(CONNECTION_FAILED, f"{where} is unreachable from our scanner (no route to it).", detail)
+    if reach.outcome == r.SILENT:
+        return TargetError(TIMEOUT, f"No answer from {where} within {reach.timeout:g} s: the port accepts connections "
+                                    "but never answers the TLS handshake (the service is hung, or it waits for "
+                                    "a protocol other than TLS).", detail)
+    if reach.outcome == r.SLOW:
+        return TargetError(TIMEOUT, f"The server on {where} started to answer the TLS handshake but sent only "
+                                    f"{reach.received} bytes in {reach.elapsed_s:.0f} s and never finished it: it "
+                                    "answers far too slowly, or trickles bytes on purpose.", detail)
+    if reach.outcome == r.RESET:
+        return _reset(where, detail)
+    if reach.outcome == r.CLOSED:
+        return TargetError(CONNECTION_FAILED, f"The server on {where} accepted the connection, then closed it "
+                                              "without answering the TLS handshake.", detail)
+    return _tls_error(reach, host, where, detail)
+
+
+def _tls_error(reach, host: str, where: str, detail: str) -> TargetError:
+    reason = reach.tls_reason.upper()
+    if reach.wire in (WIRE_HTTP, WIRE_OTHER):
+        return _classify_handshake_failure(reach.port, where, reach.wire, detail)
+    if _UNRECOGNIZED_NAME in reason:
+        return TargetError(TLS_HANDSHAKE_FAILED, f"The server on {where} does not serve {host}: it answered the TLS "
+                                                 "handshake for this name with the alert 'unrecognized name'. "
+                                                 f"Configure a certificate and a virtual host for {host}.", detail)
+    if any(word in reason for word in _TOO_LARGE):
+        return TargetError(TLS_HANDSHAKE_FAILED, f"The server on {where} sends a certificate chain larger than TLS "
+                                                 "clients accept (browsers and OpenSSL stop at 100 KB): send only "
+                                                 "the certificate and its intermediates.", detail)
+    return TargetError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {where} failed ({reach.tls_reason}).", detail)
+
+
+def specific_reach_error(reach, host: str) -> TargetError | None:
+    """The pre-flight's message when it names the cause better than sslyze's verdict does: a reset,
+    a close, an unknown name or an oversized chain. Not a generic TLS failure (sslyze tries more
+    versions and suites than we can), nor the protocol spoken instead of TLS (diagnose_wire asks
+    with a real HTTP request, which an HTTP server answers more plainly than a ClientHello)."""
+    from workers.tls import reach as r
+
+    reason = reach.tls_reason.upper()
+    specific = reach.outcome in (r.RESET, r.CLOSED) or reach.outcome == r.TLS_ERROR and (
+        _UNRECOGNIZED_NAME in reason or any(word in reason for word in _TOO_LARGE))
+    return reach_error(reach, host) if specific else None
+
+
+def _reset(where: str, detail: str) -> TargetError:
+    return TargetError(CONNECTION_FAILED, f"The server on {where} accepted the connection, then reset it before "
+                                          "any TLS handshake (a firewall, or a service that crashes or turns us "
+                                          "away).", detail)
 
 
 def _classify_handshake_failure(port: int, where: str, wire: str | None, detail: str) -> TargetError:

@@ -308,7 +308,7 @@ def diagnose_wire(ip: str, port: int, timeout: float) -> str:
 def classify_first_bytes(first: bytes) -> str:
     if not first:
         return errors.WIRE_CLOSED
-    if first.startswith(b"HTTP/"):
+    if first.startswith(b"HTTP/") or first.lstrip()[:1] == b"<":  # a status line, or an HTML error page alone
         return errors.WIRE_HTTP
     if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 0x03:
         return errors.WIRE_TLS     # a TLS alert or handshake record

@@ -3,12 +3,16 @@
 sslyze would resolve the name inside `ServerNetworkLocation` with no timeout and no
 checks; we resolve here, refuse if ANY address is non-public, and hand sslyze and our
 probes the one checked address, so nothing ever looks the name up a second time.
+
+`resolver` (settings.DNS_RESOLVER, an (ip, port) pair) asks that DNS server directly for A and
+AAAA records instead of the system's getaddrinfo; tests point it at a local DNS server.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+import time
 from dataclasses import dataclass
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
@@ -17,6 +21,8 @@ from workers.tls.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
 _PUBLIC_ONLY = "TLS Audit only scans servers on the public internet."
 # RFC 6761 / RFC 7686: names under these never resolve, so answer at once instead of asking DNS.
 _NEVER_RESOLVE = (".invalid", ".onion")
+# RFC 6761 6.3: localhost and its subdomains are loopback, whatever a DNS server would answer.
+LOCALHOST_ADDRESSES = ("127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ def resolve_target(
     pinned_ip: str | None = None,
     allow_private: bool = False,
     timeout: float = 5.0,
+    resolver: tuple[str, int] | None = None,
 ) -> ResolvedTarget:
     name = normalise_host(host)
     check_port(port)
@@ -45,7 +52,7 @@ def resolve_target(
         ip = str(literal)
         _refuse_non_public(ip, [ip], allow_private)
         return ResolvedTarget(ip, port, ip, (ip,))
-    addresses = lookup_addresses(name, port, timeout)
+    addresses = lookup_addresses(name, port, timeout, resolver)
     _refuse_non_public(name, addresses, allow_private)
     return ResolvedTarget(name, port, addresses[0], tuple(addresses))
 
@@ -68,11 +75,15 @@ def check_port(port: int) -> None:
         raise TargetError(INVALID_TARGET, f"{port!r} is not a TCP port (1-65535).")
 
 
-def lookup_addresses(name: str, port: int, timeout: float) -> list[str]:
+def lookup_addresses(name: str, port: int, timeout: float, resolver: tuple[str, int] | None = None) -> list[str]:
     """getaddrinfo with a deadline: run it in a daemon thread, since the C call cannot be interrupted."""
     if f".{name}".endswith(_NEVER_RESOLVE):
         raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).",
                           "special-use name (RFC 6761/7686): never looked up")
+    if f".{name}".endswith(".localhost"):
+        return list(LOCALHOST_ADDRESSES)
+    if resolver is not None:
+        return ask_dns_server(name, resolver, timeout)
     box: dict = {}
     thread = threading.Thread(target=_getaddrinfo_into, args=(box, name, port), daemon=True,
                               name=f"resolve-{name}")
@@ -83,6 +94,32 @@ def lookup_addresses(name: str, port: int, timeout: float) -> list[str]:
     if "error" in box:
         raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", str(box["error"]))
     addresses = _ipv4_first(box["infos"])
+    if not addresses:
+        raise TargetError(DNS, f"The name {name} has no IPv4 or IPv6 address.")
+    return addresses
+
+
+def ask_dns_server(name: str, resolver: tuple[str, int], timeout: float) -> list[str]:
+    """A, then AAAA records of `name` from the DNS server at `resolver`, within `timeout` in all."""
+    import dns.exception
+    import dns.resolver
+
+    client = dns.resolver.Resolver(configure=False)
+    client.nameservers, client.port, client.cache = [resolver[0]], resolver[1], None
+    deadline = time.monotonic() + timeout
+    addresses: list[str] = []
+    for rdtype in ("A", "AAAA"):
+        try:
+            answer = client.resolve(name, rdtype, lifetime=max(0.1, deadline - time.monotonic()), search=False)
+        except dns.resolver.NXDOMAIN:
+            raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", "NXDOMAIN") from None
+        except dns.resolver.NoAnswer:
+            continue
+        except dns.exception.Timeout:
+            raise TargetError(DNS, f"The DNS lookup for {name} did not answer within {timeout:g} s.") from None
+        except dns.exception.DNSException as exc:
+            raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", str(exc)) from None
+        addresses += [record.address for record in answer if record.address not in addresses]
     if not addresses:
         raise TargetError(DNS, f"The name {name} has no IPv4 or IPv6 address.")
     return addresses

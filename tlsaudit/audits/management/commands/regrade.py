@@ -3,8 +3,9 @@
 from django.core.management.base import BaseCommand
 
 from tlsaudit.audits.models import Audit
-from tlsaudit.audits.services import apply_report, update_site_summary
+from tlsaudit.audits.services import apply_report, done_summary, update_site_summary
 from tlsaudit.domain.audit_report import RULES_VERSION
+from tlsaudit.sites.models import Site
 
 
 class Command(BaseCommand):
@@ -17,11 +18,14 @@ class Command(BaseCommand):
         audits = Audit.objects.filter(status=Audit.Status.DONE, facts__isnull=False)
         if not options["all"]:
             audits = audits.exclude(rules_version=RULES_VERSION)
-        changed = 0
+        changed, sites = 0, set()
         for audit in audits.iterator(chunk_size=200):
             before = audit.grade
             apply_report(audit)
             changed += before != audit.grade
+            sites.add(audit.site_id)
             if audit.site.last_audit_id == audit.pk:
                 update_site_summary(audit)
+        for site_id in sites:  # scores of the last two done audits may both have moved
+            Site.objects.filter(pk=site_id).update(**done_summary(site_id))
         self.stdout.write(f"Re-graded {audits.count()} audits with rules {RULES_VERSION}; {changed} changed grade.")

@@ -1,0 +1,119 @@
+"""Shapes shared by several API resources. Writes validate through the dashboard's forms, so
+the API and the dashboard give the same error for the same input."""
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.errors import Conflict
+from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.sites.forms import SiteForm
+from tlsaudit.sites.models import Site
+
+ALL_GRADES = ("A+", "A", "A-", "B", "C", "D", "E", "F", "T", "M")
+# Form field → API field, so errors name what the caller sent.
+FORM_TO_API = {"address": "hostname", "tags_text": "tags", "__all__": "__all__"}
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable, machine-readable, e.g. validation_error, read_only_key.")
+    message = serializers.CharField(help_text="For people: what went wrong and what to do.")
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()),
+                                   help_text="Field name → messages; `__all__` for the request as a whole.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+
+
+class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    display_hostname = serializers.CharField(read_only=True)
+    origin = serializers.CharField(read_only=True)
+    tags = serializers.SerializerMethodField()
+    last_audit = serializers.SerializerMethodField()
+    certificate_not_after = serializers.DateTimeField(read_only=True, allow_null=True,
+                                                      help_text="Leaf certificate expiry, from the latest audit.")
+
+    class Meta:
+        model = Site
+        fields = ["id", "url", "hostname", "display_hostname", "origin", "name", "https_port", "http_port",
+                  "pinned_ip", "tags", "created_at", "last_grade", "last_audit_status", "last_audit_at",
+                  "last_audit", "certificate_not_after"]
+        read_only_fields = fields
+
+    def get_url(self, site) -> str:
+        return reverse("api:site-detail", args=[site.pk])
+
+    def get_tags(self, site) -> list[str]:
+        return sorted(tag.name for tag in site.tags.all())
+
+    def get_last_audit(self, site) -> str | None:
+        return reverse("api:audit-detail", args=[site.last_audit_id]) if site.last_audit_id else None
+
+
+class SiteWriteSerializer(serializers.Serializer):
+    """Validated by SiteForm (IDN names, pasted URLs, ports, duplicates, private targets)."""
+
+    hostname = serializers.CharField(max_length=300, help_text="example.com, example.com:8443, "
+                                     "https://example.com/ or an international name.")
+    https_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
+    http_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
+    pinned_ip = serializers.IPAddressField(required=False, allow_null=True, allow_blank=True)
+    name = serializers.CharField(required=False, allow_blank=True, max_length=120)
+    tags = serializers.ListField(child=serializers.CharField(max_length=40), required=False, max_length=20)
+
+    def validate(self, attrs):
+        self.form = SiteForm(self.form_data(attrs), org=self.context["org"], instance=self.instance,
+                             check_dns=self.context.get("check_dns", True))
+        if not self.form.is_valid():
+            if self.form.has_error("address", code="duplicate"):
+                raise Conflict(" ".join(self.form.errors["address"]), code="duplicate_site")
+            raise serializers.ValidationError({FORM_TO_API.get(name, name): list(errors)
+                                               for name, errors in self.form.errors.items()})
+        return attrs
+
+    def form_data(self, attrs) -> dict:
+        """A PATCH keeps what it does not mention; a PUT replaces everything."""
+        current = self.current_values(attrs) if self.partial and self.instance else {}
+        merged = {**current, **{("address" if k == "hostname" else k): v for k, v in attrs.items()}}
+        return {"address": merged.get("address", ""), "https_port": str(merged.get("https_port") or ""),
+                "http_port": str(merged.get("http_port") or ""), "pinned_ip": merged.get("pinned_ip") or "",
+                "name": merged.get("name", ""), "tags_text": ", ".join(merged.get("tags", []))}
+
+    def current_values(self, attrs) -> dict:
+        site = self.instance
+        current = {"address": site.hostname, "https_port": site.https_port, "http_port": site.http_port,
+                   "pinned_ip": site.pinned_ip or "", "name": site.name,
+                   "tags": [tag.name for tag in site.tags.all()]}
+        if "hostname" in attrs and address_port(attrs["hostname"]) is not None:
+            # The new address names its port: the old ports must not contradict it.
+            current.pop("https_port"), current.pop("http_port")
+        return current
+
+    def save(self, **kwargs):
+        site = self.form.save(commit=False)
+        for name, value in kwargs.items():
+            setattr(site, name, value)
+        site.save()
+        self.form.save_tags(site)
+        return site
+
+
+def address_port(address: str) -> int | None:
+    try:
+        return parse_address(address).port
+    except AddressError:
+        return None
+
+
+class BulkSitesSerializer(serializers.Serializer):
+    sites = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=1000,
+                                  help_text="Up to 1,000 site objects, as for a single create.")
+
+
+class BulkItemSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    created = serializers.BooleanField()
+    site = SiteSerializer(required=False, allow_null=True)
+    error = ErrorBodySerializer(required=False, allow_null=True)

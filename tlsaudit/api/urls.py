@@ -1,0 +1,42 @@
+from csp.decorators import csp_update
+from django.urls import path
+from rest_framework.permissions import AllowAny
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from tlsaudit.api.views import audits, organization, perf, probes, reports, sites, webhooks
+
+app_name = "api"
+
+# The schema and its docs are public: reading them before you have a key is the point.
+PUBLIC = {"permission_classes": [AllowAny], "authentication_classes": []}
+# Swagger UI (third-party, served from drf-spectacular-sidecar) carries inline <style> blocks;
+# scripts stay 'self' only. No ReDoc: its page fetches Google Fonts and a CDN logo.
+docs_policy = csp_update({"style-src": ["'self'", "'unsafe-inline'"]})
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(**PUBLIC), name="schema"),
+    path("docs/", docs_policy(SpectacularSwaggerSplitView.as_view(url_name="api:schema", **PUBLIC)), name="docs"),
+    path("organization/", organization.OrganizationView.as_view(), name="organization"),
+    path("portfolio/", organization.PortfolioView.as_view(), name="portfolio"),
+    path("sites/", sites.SiteList.as_view(), name="site-list"),
+    path("sites/bulk/", sites.SiteBulkCreate.as_view(), name="site-bulk"),
+    path("sites/<int:pk>/", sites.SiteDetail.as_view(), name="site-detail"),
+    # Audits, load tests, handshakes, probes, reports, webhooks (#7 part 2)
+    path("audits/", audits.AuditList.as_view(), name="audit-list"),
+    path("audits/<int:pk>/", audits.AuditDetail.as_view(), name="audit-detail"),
+    path("audits/<int:pk>/diff/", audits.AuditDiff.as_view(), name="audit-diff"),
+    path("sites/<int:pk>/audits/", audits.SiteAuditList.as_view(), name="site-audits"),
+    path("sites/<int:pk>/loadtests/", perf.SiteLoadTestList.as_view(), name="site-loadtests"),
+    path("sites/<int:pk>/handshakes/", perf.SiteHandshakeList.as_view(), name="site-handshakes"),
+    path("loadtests/<int:pk>/", perf.RunDetail.as_view(), name="loadtest-detail"),
+    path("loadtests/<int:pk>/stop/", perf.RunStop.as_view(), name="loadtest-stop"),
+    path("sites/<int:pk>/probes/", probes.SiteProbeList.as_view(), name="site-probes"),
+    path("probes/<int:pk>/", probes.ProbeDetail.as_view(), name="probe-detail"),
+    path("reports/", reports.ReportList.as_view(), name="report-list"),
+    path("reports/<int:pk>/", reports.ReportDetail.as_view(), name="report-detail"),
+    path("reports/<int:pk>/pdf/", reports.ReportPdf.as_view(), name="report-pdf"),
+    path("webhooks/", webhooks.WebhookList.as_view(), name="webhook-list"),
+    path("webhooks/<int:pk>/", webhooks.WebhookDetail.as_view(), name="webhook-detail"),
+    path("webhooks/<int:pk>/test/", webhooks.WebhookTest.as_view(), name="webhook-test"),
+    path("webhooks/<int:pk>/deliveries/", webhooks.WebhookDeliveries.as_view(), name="webhook-deliveries"),
+]

@@ -1,0 +1,214 @@
+"""Audits: the organization's history, a site's audits, starting one, one audit, two compared."""
+
+from dataclasses import asdict
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import mixins
+from rest_framework.response import Response
+
+from tlsaudit.api.base import CsvListMixin, OrgView
+from tlsaudit.api.errors import BadQuery, Conflict
+from tlsaudit.api.idempotency import idempotent
+from tlsaudit.api.models import ApiKey
+from tlsaudit.api.serializers import ALL_GRADES, ErrorSerializer
+from tlsaudit.api.serializers_audits import (
+    HEAVY_COLUMNS,
+    AuditDiffSerializer,
+    AuditFullSerializer,
+    AuditFullWithRawSerializer,
+    AuditSerializer,
+    AuditTriggerSerializer,
+    AuditWithRawSerializer,
+)
+from tlsaudit.api.views.common import (
+    EXISTING_HEADER,
+    FIELDS_PARAM,
+    IDEMPOTENCY_PARAM,
+    PAGE_SIZE_PARAM,
+    UnverifiedEmail,
+    acting_user,
+    accepted,
+    choice,
+    created_between,
+    over_quota,
+    since_until_params,
+    site_in,
+    whole_number,
+)
+from tlsaudit.audits import services
+from tlsaudit.audits.models import Audit
+from tlsaudit.monitoring.history import diff_between
+
+RUN_ACTION = "run_audits"   # as the dashboard's "Audit now"
+VIEWS = ("compact", "full")
+INCLUDES = ("raw",)
+AUDIT_FILTERS = [
+    OpenApiParameter("status", str, enum=list(Audit.Status.values), description="Only audits in this state."),
+    OpenApiParameter("grade", str, enum=list(ALL_GRADES), description="Only audits that earned this grade."),
+    *since_until_params("audits"),
+    PAGE_SIZE_PARAM,
+    FIELDS_PARAM,
+]
+DETAIL_PARAMS = [
+    OpenApiParameter("view", str, enum=list(VIEWS),
+                     description="compact (default): status, progress, grade, score, timings, error. full: also "
+                                 "scores, caps, warnings, findings, protocols, suites, certificates, Mozilla "
+                                 "verdicts and recommendations."),
+    OpenApiParameter("include", str, enum=list(INCLUDES), description="raw: add sslyze's own JSON (large)."),
+    FIELDS_PARAM,
+]
+
+
+def audits_of(org):
+    return Audit.objects.filter(organization=org)
+
+
+def filter_audits(queryset, params):
+    status = choice(params, "status", Audit.Status.values)
+    if status:
+        queryset = queryset.filter(status=status)
+    grade = choice(params, "grade", ALL_GRADES)
+    if grade:
+        queryset = queryset.filter(grade=grade)
+    return created_between(queryset, params)
+
+
+class AuditList(CsvListMixin, mixins.ListModelMixin, OrgView):
+    serializer_class = AuditSerializer
+    csv_name = "audits"
+
+    def get_queryset(self):
+        audits = filter_audits(audits_of(self.org).defer(*HEAVY_COLUMNS), self.request.query_params)
+        site = whole_number(self.request.query_params, "site")
+        return audits.filter(site_id=site) if site is not None else audits
+
+    @extend_schema(summary="List the organization's audits, newest first",
+                   parameters=[OpenApiParameter("site", int, description="Only audits of this site (its id)."),
+                               *AUDIT_FILTERS])
+    def get(self, request):
+        return self.list(request)
+
+
+class SiteAuditList(CsvListMixin, mixins.ListModelMixin, OrgView):
+    serializer_class = AuditSerializer
+    csv_name = "audits"
+    write_action = RUN_ACTION
+
+    def get_queryset(self):
+        site = site_in(self.org, self.kwargs["pk"])
+        return filter_audits(site.audits.defer(*HEAVY_COLUMNS), self.request.query_params)
+
+    @extend_schema(summary="List a site's audits, newest first", parameters=AUDIT_FILTERS)
+    def get(self, request, pk):
+        return self.list(request)
+
+    @extend_schema(
+        summary="Start an audit of the site",
+        description="Answers 202 with the queued audit and its URL in `Location`; poll it until `status` is done "
+                    "or failed. If the site already has a queued or running audit, that audit is returned (still "
+                    f"202) with the header `{EXISTING_HEADER}: true` and nothing new starts. Audits are limited per "
+                    "organization per hour and per target: over a limit the answer is 429 with `Retry-After`.",
+        request=AuditTriggerSerializer, parameters=[IDEMPOTENCY_PARAM],
+        responses={202: OpenApiResponse(AuditSerializer, description="The new (or already active) audit.")})
+    @idempotent
+    def post(self, request, pk):
+        site = site_in(self.org, pk)
+        user = acting_user(request)
+        ensure_may_audit(request, user)
+        try:
+            audit, created = services.queue_audit(site, user=user, trigger=Audit.Trigger.API)
+        except services.AuditRateLimited as limited:
+            raise over_quota(limited.code, limited.message, limited.retry_after) from None
+        body = AuditSerializer(audit, context={"request": request, "all_fields": True}).data
+        return accepted(body, body["url"], existing=not created)
+
+
+def ensure_may_audit(request, user) -> None:
+    """The dashboard's rule: a signed-in person needs a verified email (audits send traffic to the
+    site, so we need to know who asks). A key's creator is held to the same rule."""
+    if user is not None and not user.email_verified:
+        who = f"This key's creator ({user.email}) has" if isinstance(request.auth, ApiKey) else "You have"
+        raise UnverifiedEmail(f"{who} not verified their email address yet: audits send traffic to the site, so we "
+                              "need to know who asks.")
+
+
+class AuditDetail(OrgView):
+    serializer_class = AuditSerializer
+
+    def get_queryset(self):
+        return audits_of(self.org)
+
+    def get_serializer_class(self):
+        params = self.request.query_params
+        full = (choice(params, "view", VIEWS) or "compact") == "full"
+        raw = choice(params, "include", INCLUDES) == "raw"
+        return {(False, False): AuditSerializer, (True, False): AuditFullSerializer,
+                (False, True): AuditWithRawSerializer, (True, True): AuditFullWithRawSerializer}[(full, raw)]
+
+    @extend_schema(summary="An audit: status and grade; the whole report with ?view=full",
+                   parameters=DETAIL_PARAMS, responses={200: AuditFullWithRawSerializer})
+    def get(self, request, pk):
+        serializer_class = self.get_serializer_class()
+        audit = get_object_or_404(self.get_queryset().defer(*UNREAD_COLUMNS[serializer_class]), pk=pk)
+        return Response(serializer_class(audit, context=self.get_serializer_context()).data)
+
+
+# The JSON columns each shape does not read, left in the database.
+UNREAD_COLUMNS = {
+    AuditSerializer: HEAVY_COLUMNS,
+    AuditWithRawSerializer: ("facts", "report"),
+    AuditFullSerializer: ("raw", "mozilla_raw"),
+    AuditFullWithRawSerializer: (),
+}
+
+
+class AuditDiff(OrgView):
+    serializer_class = AuditDiffSerializer
+
+    @extend_schema(summary="What changed between two audits",
+                   description="Both audits must belong to your organization (else 404) and be done (else 409). "
+                               "They may be of different sites; the earlier one (by finish time) is `old`.",
+                   parameters=[OpenApiParameter("against", int, required=True,
+                                                description="The id of the audit to compare with.")],
+                   responses={200: AuditDiffSerializer,
+                              409: OpenApiResponse(ErrorSerializer, description="An audit is not done.")})
+    def get(self, request, pk):
+        columns = ("id", "site_id", "status", "grade", "finished_at", "facts", "report")
+        audit = get_object_or_404(audits_of(self.org).only(*columns), pk=pk)
+        against = whole_number(request.query_params, "against")
+        if against is None:
+            raise BadQuery({"against": "Give the id of the audit to compare with: ?against=<id>."})
+        if against == audit.pk:
+            raise BadQuery({"against": "Compare with another audit, not with itself."})
+        other = get_object_or_404(audits_of(self.org).only(*columns), pk=against)
+        for each in (audit, other):
+            if each.status != Audit.Status.DONE:
+                raise Conflict(f"Audit {each.pk} is {each.status}: only finished audits can be compared.",
+                               code="audit_not_done")
+        old, new = sorted((audit, other), key=lambda a: (a.finished_at, a.pk))
+        return Response(AuditDiffSerializer(diff_body(old, new)).data)
+
+
+def diff_body(old: Audit, new: Audit) -> dict:
+    diff = diff_between(old, new)
+    certificate = None
+    if diff.certificate is not None:
+        before, after = diff.certificate
+        certificate = {"old": asdict(before) if before else None, "new": asdict(after) if after else None}
+    return {
+        "old": reference(old), "new": reference(new), "changed": diff.changed,
+        "protocols_added": diff.protocols_added, "protocols_removed": diff.protocols_removed,
+        "suites_added": [{"protocol": p, "name": n} for p, n in diff.suites_added],
+        "suites_removed": [{"protocol": p, "name": n} for p, n in diff.suites_removed],
+        "certificate": certificate,
+        "findings_appeared": [asdict(f) for f in diff.findings_appeared],
+        "findings_fixed": [asdict(f) for f in diff.findings_fixed],
+        "grade": {**asdict(diff.grade), "direction": diff.grade.direction},
+    }
+
+
+def reference(audit: Audit) -> dict:
+    return {"id": audit.pk, "url": reverse("api:audit-detail", args=[audit.pk]), "site": audit.site_id,
+            "grade": audit.grade, "finished_at": audit.finished_at}

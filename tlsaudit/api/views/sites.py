@@ -1,0 +1,159 @@
+from datetime import timedelta
+
+from django.db.models import OuterRef, Q, Subquery
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status
+from rest_framework.response import Response
+
+from tlsaudit.api.base import CsvListMixin, OrgView
+from tlsaudit.api.errors import BadQuery
+from tlsaudit.api.logging import log
+from tlsaudit.api.pagination import ByName
+from tlsaudit.api.serializers import (
+    ALL_GRADES,
+    BulkItemSerializer,
+    BulkSitesSerializer,
+    SiteSerializer,
+    SiteWriteSerializer,
+)
+from tlsaudit.audits.models import AuditCertificate
+from tlsaudit.sites.models import Site
+
+MAX_EXPIRY_DAYS = 3650
+FIELDS_PARAM = OpenApiParameter("fields", str, description="Comma-separated field names to return.")
+SITE_FILTERS = [
+    OpenApiParameter("tag", str, description="Only sites with this tag."),
+    OpenApiParameter("grade", str, enum=list(ALL_GRADES), description="Only sites whose latest grade is this."),
+    OpenApiParameter("expiring_within_days", int,
+                     description=f"Only sites whose leaf certificate expires within this many days (0–{MAX_EXPIRY_DAYS})."),
+    OpenApiParameter("search", str, description="Substring of the host name or display name."),
+    OpenApiParameter("page_size", int, description="Items per page (default 50)."),
+    FIELDS_PARAM,
+]
+
+
+def leaf_expiry():
+    leaf = AuditCertificate.objects.filter(audit=OuterRef("last_audit_id"), deployment=0, position=0)
+    return Subquery(leaf.values("not_after")[:1])
+
+
+def sites_of(org):
+    return (Site.objects.filter(organization=org).prefetch_related("tags")
+            .annotate(certificate_not_after=leaf_expiry()))
+
+
+def filter_sites(queryset, params):
+    tag = params.get("tag", "").strip().lower()
+    if tag:
+        queryset = queryset.filter(tags__name=tag)
+    grade = params.get("grade")
+    if grade is not None:
+        if grade not in ALL_GRADES:
+            raise BadQuery({"grade": f"Use one of {', '.join(ALL_GRADES)}."})
+        queryset = queryset.filter(last_grade=grade)
+    search = params.get("search", "").strip()
+    if search:
+        queryset = queryset.filter(Q(hostname__icontains=search) | Q(name__icontains=search))
+    days = params.get("expiring_within_days")
+    if days is not None:
+        queryset = queryset.filter(certificate_not_after__lte=timezone.now() + timedelta(days=parse_days(days)))
+    return queryset
+
+
+def parse_days(raw: str) -> int:
+    if not raw.isdigit() or int(raw) > MAX_EXPIRY_DAYS:
+        raise BadQuery({"expiring_within_days": f"Use a whole number of days from 0 to {MAX_EXPIRY_DAYS}."})
+    return int(raw)
+
+
+class SiteList(CsvListMixin, mixins.ListModelMixin, OrgView):
+    serializer_class = SiteSerializer
+    pagination_class = ByName
+    csv_name = "sites"
+
+    def get_queryset(self):
+        return filter_sites(sites_of(self.org), self.request.query_params)
+
+    @extend_schema(parameters=SITE_FILTERS, summary="List sites")
+    def get(self, request):
+        return self.list(request)
+
+    @extend_schema(request=SiteWriteSerializer, responses={201: SiteSerializer}, summary="Add a site")
+    def post(self, request):
+        writer = SiteWriteSerializer(data=request.data, context={"org": self.org})
+        writer.is_valid(raise_exception=True)
+        site = writer.save(created_by=actor(request))
+        body = SiteSerializer(sites_of(self.org).get(pk=site.pk), context={"request": request, "all_fields": True})
+        return Response(body.data, status=status.HTTP_201_CREATED, headers={"Location": body.data["url"]})
+
+
+class SiteDetail(OrgView):
+    serializer_class = SiteSerializer
+
+    def get_queryset(self):
+        return sites_of(self.org)
+
+    @extend_schema(parameters=[FIELDS_PARAM], summary="A site")
+    def get(self, request, pk):
+        return Response(self.get_serializer(self.get_object()).data)
+
+    @extend_schema(request=SiteWriteSerializer, responses={200: SiteSerializer}, summary="Change a site")
+    def patch(self, request, pk):
+        site = self.get_object()
+        writer = SiteWriteSerializer(site, data=request.data, partial=True, context={"org": self.org})
+        writer.is_valid(raise_exception=True)
+        writer.save()
+        return Response(SiteSerializer(self.get_queryset().get(pk=pk),
+                                       context={"request": request, "all_fields": True}).data)
+
+    @extend_schema(request=SiteWriteSerializer, responses={200: SiteSerializer}, summary="Replace a site")
+    def put(self, request, pk):
+        site = self.get_object()
+        writer = SiteWriteSerializer(site, data=request.data, context={"org": self.org})
+        writer.is_valid(raise_exception=True)
+        writer.save()
+        return Response(SiteSerializer(self.get_queryset().get(pk=pk),
+                                       context={"request": request, "all_fields": True}).data)
+
+    @extend_schema(responses={204: None}, summary="Delete a site and its history")
+    def delete(self, request, pk):
+        site = self.get_object()
+        record_deletion(request, self.org, site)
+        site.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SiteBulkCreate(OrgView):
+    serializer_class = BulkSitesSerializer
+
+    @extend_schema(request=BulkSitesSerializer, responses={200: BulkItemSerializer(many=True)},
+                   summary="Add many sites; each item succeeds or fails on its own")
+    def post(self, request):
+        batch = BulkSitesSerializer(data=request.data)
+        batch.is_valid(raise_exception=True)
+        results = [self.create_one(index, item) for index, item in enumerate(batch.validated_data["sites"])]
+        created = sum(1 for item in results if item["created"])
+        return Response({"created": created, "failed": len(results) - created, "results": results})
+
+    def create_one(self, index: int, item: dict) -> dict:
+        from tlsaudit.api.errors import Conflict, body_of
+        from rest_framework.exceptions import ValidationError
+
+        # One DNS lookup per item would make a 1,000-site import take minutes; the audit re-checks.
+        writer = SiteWriteSerializer(data=item, context={"org": self.org, "check_dns": False})
+        try:
+            writer.is_valid(raise_exception=True)
+        except (ValidationError, Conflict) as exc:
+            return {"index": index, "created": False, "site": None, "error": body_of(exc)}
+        site = writer.save(created_by=actor(self.request))
+        data = SiteSerializer(sites_of(self.org).get(pk=site.pk), context={"request": self.request}).data
+        return {"index": index, "created": True, "site": data, "error": None}
+
+
+def actor(request):
+    return request.user if getattr(request.user, "pk", None) else None
+
+
+def record_deletion(request, org, site) -> None:
+    log(request, "site.deleted", org=org, target=site.origin, site_id=site.pk)

@@ -1,0 +1,6 @@
+"""Failures a task should retry rather than die of: the service comes back in seconds (issue #8)."""
+
+from django.db import InterfaceError, OperationalError
+
+# PostgreSQL stopped or restarting (InterfaceError: a connection it already closed).
+DATABASE_DOWN = (OperationalError, InterfaceError)
