@@ -2,18 +2,22 @@
 
 Each is a real TCP server on 127.0.0.1 (ephemeral port) in a thread, one request per
 connection, torn down after the test. `hostile_http("name")` starts one and returns its port;
-`echo_requests` holds the raw requests the "ok" server received (to check what we send).
+`hostile_https("name")` the same behind TLS (a leaf of a test CA: the engine reads and ends
+TLS streams on other code paths than plain ones); `echo_requests` holds the raw requests the
+"ok" server received (to check what we send).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 
 import pytest
 
+from tests.support.pki import TestPki
 from tests.support.tls_servers import free_ports
 
 
@@ -64,6 +68,11 @@ class Behaviours:
         # HTTP/1.0 style: the body ends when the connection does.
         conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"until-eof")
 
+    def no_length_long_headers(self, conn, request, index):
+        # The same, with 100 KB of headers: more than one read before the body starts.
+        cookies = "".join(f"Set-Cookie: c{i}={'v' * 1000}\r\n" for i in range(100))
+        conn.sendall(f"HTTP/1.1 200 OK\r\n{cookies}Connection: close\r\n\r\n".encode() + b"until-eof")
+
 
     def keepalive_then_idle_close(self, conn, request, index):
         # Answers one request keeping the connection alive, then closes when the next one comes,
@@ -79,9 +88,10 @@ class Behaviours:
 
 
 class HostileServer:
-    def __init__(self, handle: Callable, behaviours: Behaviours):
+    def __init__(self, handle: Callable, behaviours: Behaviours, tls: ssl.SSLContext | None = None):
         self.handle = handle
         self.behaviours = behaviours
+        self.tls = tls
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
@@ -108,10 +118,15 @@ class HostileServer:
     def serve(self, conn: socket.socket, index: int) -> None:
         with conn:
             try:
+                if self.tls is not None:
+                    conn.settimeout(5)
+                    conn = self.tls.wrap_socket(conn, server_side=True)
                 request = read_request(conn)
                 with self.behaviours.lock:
                     self.behaviours.requests.append(request)
                 self.handle(conn, request, index)
+                if isinstance(conn, ssl.SSLSocket):
+                    conn = conn.unwrap() if index % 2 else conn  # with and without close_notify
                 conn.shutdown(socket.SHUT_WR)
                 conn.settimeout(2)
                 while conn.recv(65536):  # let the client close first or see our FIN
@@ -132,21 +147,46 @@ def echo_requests() -> list[bytes]:
     return []
 
 
-@pytest.fixture
-def hostile_http(echo_requests):
-    """hostile_http("slow") -> port of a fresh server with that behaviour (see Behaviours)."""
+def hostile_servers(echo_requests, tls: ssl.SSLContext | None):
     servers: list[HostileServer] = []
 
     def start(name: str) -> int:
         behaviours = Behaviours()
         behaviours.requests = echo_requests
-        server = HostileServer(getattr(behaviours, name), behaviours)
+        server = HostileServer(getattr(behaviours, name), behaviours, tls)
         servers.append(server)
         return server.port
 
     yield start
     for server in servers:
         server.close()
+
+
+@pytest.fixture
+def hostile_http(echo_requests):
+    """hostile_http("slow") -> port of a fresh server with that behaviour (see Behaviours)."""
+    yield from hostile_servers(echo_requests, None)
+
+
+@pytest.fixture(scope="session")
+def hostile_tls_context(tmp_path_factory) -> ssl.SSLContext:
+    leaf = TestPki(tmp_path_factory.mktemp("hostile-pki")).issue_leaf("hostile", key="ec256")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(leaf.fullchain, leaf.key)
+    return context
+
+
+@pytest.fixture
+def hostile_https(echo_requests, hostile_tls_context):
+    """hostile_https("slow") -> port of the same behaviour behind TLS."""
+    yield from hostile_servers(echo_requests, hostile_tls_context)
+
+
+@pytest.fixture(params=["http", "https"])
+def hostile(request):
+    """(scheme, start) for both transports: hostile("slow") -> port."""
+    fixture = "hostile_http" if request.param == "http" else "hostile_https"
+    return request.param, request.getfixturevalue(fixture)
 
 
 @pytest.fixture

@@ -1,0 +1,640 @@
+"""The single-process core of the load generator: non-blocking sockets on one epoll loop.
+
+`Engine(spec, address, ssl_context, cancel, on_progress).run()` keeps `spec.concurrency`
+requests in flight until `spec.requests` are done (closed loop, like ab), then `result()`.
+
+Why not asyncio: measured on this 2-vCPU host (docs/decisions.md, "load engine on a bare epoll
+loop"), uvloop's `create_connection` + Protocol path cost ~1.45x the client CPU of this loop per
+new connection, and `loop.add_reader`/`add_writer` were slower still; ab itself is one epoll loop
+over non-blocking sockets. Every request here costs a handful of Python calls: the socket calls
+(C), httptools' parser (C) and our `on_message_complete`.
+
+Connections move through: CONNECTING (wait writable) -> HANDSHAKING (TLS; wait for what OpenSSL
+wants) -> SENDING (only while a write is partial) -> RECEIVING -> (next request on a kept-alive
+connection | DRAINING: wait for the server's FIN, so TIME_WAIT stays on its side, like ab).
+
+Per request it takes `perf_counter_ns()` stamps: start, TCP connected, TLS done, request
+written, first response byte, response complete. The phases (µs) are ab's:
+
+    connect    = TLS done - start        (TCP + TLS; 0 on a reused keep-alive connection)
+    tls        = TLS done - TCP done     (recorded once per TLS handshake, never for reuses)
+    waiting    = first byte - written
+    processing = done - TLS done         (= total - connect)
+    total      = done - start
+
+Failure columns follow ab: connect (TCP or TLS handshake failed), receive (read error or the
+server closed mid-response), length (body length differs from the first response's; the
+request still counts as complete), exceptions (timeouts, unparsable responses). Non-2xx
+responses are complete and counted apart, not failed.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import select
+import socket
+import ssl
+import time
+from collections import Counter
+from time import perf_counter_ns
+
+import httptools
+
+from workers.load.merge import encode_histogram, new_histogram, record_values
+from workers.load.spec import MAX_EXACT_SAMPLES, PHASES, LoadCounters, LoadResult, LoadSpec
+
+TICK_S = 0.05                 # timeout precision: deadlines are checked this often
+CANCEL_POLL_S = 0.25          # cancel() is asked at most this often (it may hit a database)
+PROGRESS_EVERY_S = 0.25       # on_progress at most 4 times a second
+FLUSH_EVERY = 65_536          # past MAX_EXACT_SAMPLES, samples go to the histograms in batches
+READ_SIZE = 65_536
+_FRAMING_HEADERS = (b"\ncontent-length:", b"\ntransfer-encoding:")
+
+# poll() and epoll() share these bit values on Linux; poll() is the fallback elsewhere.
+READ, WRITE = select.POLLIN, select.POLLOUT
+BROKEN = select.POLLERR | select.POLLHUP
+CONNECTING, HANDSHAKING, SENDING, RECEIVING, DRAINING, CLOSED = range(6)
+
+
+class ConnectFailed(Exception):
+    """TCP connect or the TLS handshake failed: ab's Connect column."""
+
+
+class ReceiveFailed(Exception):
+    """A read error, or the server closed before the response was complete: ab's Receive column."""
+
+
+class ResponseInvalid(Exception):
+    """The response could not be parsed: ab's Exceptions column."""
+
+
+class Poller:
+    """Level-triggered readiness: epoll on Linux, poll() elsewhere (timeouts in seconds for both)."""
+
+    def __init__(self):
+        if hasattr(select, "epoll"):
+            self.impl = select.epoll()
+            self.wait = self.impl.poll
+        else:  # pragma: no cover - not Linux
+            self.impl = select.poll()
+            self.wait = lambda timeout: self.impl.poll(timeout * 1000)
+        self.register = self.impl.register
+        self.modify = self.impl.modify
+        self.unregister = self.impl.unregister
+
+    def close(self) -> None:
+        if hasattr(self.impl, "close"):
+            self.impl.close()
+
+
+class Throttle:
+    """`due(name, every_s)` is True at most once per `every_s` for each name."""
+
+    def __init__(self):
+        self.last: dict[str, float] = {}
+
+    def due(self, name: str, every_s: float) -> bool:
+        now = time.monotonic()
+        if now - self.last.get(name, 0.0) < every_s:
+            return False
+        self.last[name] = now
+        return True
+
+
+class quiet_gc:
+    """During a run, the cyclic GC has nothing of ours to find but keeps re-scanning every object
+    the process already holds (modules, Django, ...): ~8 % of the CPU of a new-connection run.
+    Freeze what exists before the run (gc.freeze: out of every later scan) and collect young
+    objects less often; each connection's cycles (connection <-> parser) are broken on close."""
+
+    def __enter__(self):
+        self.threshold = gc.get_threshold()
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(50_000, 50, 1_000)
+        return self
+
+    def __exit__(self, *exc):
+        gc.set_threshold(*self.threshold)
+        gc.unfreeze()
+        return False
+
+
+class Recorder:
+    """Per-phase µs samples: exact lists while small, HdrHistograms always (filled in batches)."""
+
+    def __init__(self):
+        self.samples: dict[str, list[int]] = {phase: [] for phase in PHASES}
+        self.histograms = {phase: new_histogram() for phase in PHASES}
+        self.exact = True
+        self.requests = 0
+        # Hot path (Engine.record): bound appends (flush() clears the lists in place, so they stay
+        # valid) and one comparison per request: `check()` is due once requests > check_at.
+        self.append_connect = self.samples["connect"].append
+        self.append_waiting = self.samples["waiting"].append
+        self.append_processing = self.samples["processing"].append
+        self.append_total = self.samples["total"].append
+        self.check_at = MAX_EXACT_SAMPLES
+
+    def check(self) -> None:
+        """Past MAX_EXACT_SAMPLES: stop keeping exact samples, then flush every FLUSH_EVERY requests."""
+        self.exact = False
+        self.flush()
+        self.check_at = self.requests + FLUSH_EVERY - 1
+
+    def add_tls(self, tls: int) -> None:
+        self.samples["tls"].append(tls)
+        if not self.exact and len(self.samples["tls"]) >= FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> None:
+        for phase, values in self.samples.items():
+            record_values(self.histograms[phase], values)
+            values.clear()
+
+    def finish(self) -> tuple[dict[str, str], dict[str, list[int]] | None]:
+        if self.exact:
+            for phase, values in self.samples.items():
+                record_values(self.histograms[phase], values)
+            exact = self.samples
+        else:
+            self.flush()
+            exact = None
+        return {phase: encode_histogram(h) for phase, h in self.histograms.items()}, exact
+
+
+class Engine:
+    """Runs one spec in this thread; `result()` afterwards."""
+
+    def __init__(self, spec: LoadSpec, address: tuple[str, int], ssl_context, cancel, on_progress, request: bytes):
+        self.spec = spec
+        self.address = address
+        self.family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.ssl_context = ssl_context
+        self.server_name = spec.host
+        self.request = request
+        self.cancel = cancel
+        self.on_progress = on_progress
+        self.timeout_ns = int(spec.timeout_s * 1e9)
+        self.keepalive = spec.keepalive
+        self.requests = spec.requests
+        self.counters = LoadCounters()
+        self.recorder = Recorder()
+        self.status_codes: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.reserved = 0
+        self.finished = 0
+        self.stopping = False
+        self.cancelled = False
+        self.first_start_ns = 0
+        self.last_event_ns = 0
+        self.document_length: int | None = None
+        self.server_software: str | None = None
+        self.protocol = ""
+        self.cipher = ""
+        self.headers_seen = False  # after the first response, parsers skip header callbacks
+        self.poller = Poller()
+        self.by_fd: dict[int, Connection] = {}
+        self.in_flight = 0        # connections serving a request (each holds one of the c slots)
+
+    # --- the loop
+
+    def run(self) -> None:
+        """1. Open c connections. 2. Dispatch readiness events until every request is done (or the
+        run is stopped). 3. Every TICK_S: expire overdue requests, poll cancel, report progress."""
+        throttle = Throttle()
+        limit_ns = perf_counter_ns() + int(self.spec.time_limit_s * 1e9) if self.spec.time_limit_s else 0
+        try:
+            for _ in range(self.spec.concurrency):
+                self.open_next()
+            by_fd, wait = self.by_fd, self.poller.wait  # the loop's hot path: locals
+            next_tick = perf_counter_ns() + int(TICK_S * 1e9)
+            while self.in_flight:
+                for fd, events in wait(TICK_S):
+                    connection = by_fd.get(fd)
+                    if connection is not None:
+                        connection.ready(events)
+                now = perf_counter_ns()
+                if now >= next_tick:
+                    next_tick = now + int(TICK_S * 1e9)
+                    self.tick(now, limit_ns, throttle)
+            if self.on_progress is not None:
+                self.on_progress(self.finished, self.requests)
+        finally:
+            for connection in list(self.by_fd.values()):
+                connection.abort()
+            self.poller.close()
+
+    def tick(self, now: int, limit_ns: int, throttle: Throttle) -> None:
+        for connection in [c for c in self.by_fd.values() if now > c.deadline]:
+            if connection.state == DRAINING:
+                connection.abort()
+            else:
+                self.counters.timeouts += 1
+                connection.fail("failed_exceptions", "timeout")
+        if limit_ns and now >= limit_ns and not self.stopping:
+            self.stop(now, cancelled=False)
+        if self.cancel is not None and throttle.due("cancel", CANCEL_POLL_S) and self.cancel():
+            self.stop(now, cancelled=True)
+        if self.on_progress is not None and throttle.due("progress", PROGRESS_EVERY_S):
+            self.on_progress(self.finished, self.requests)
+
+    def stop(self, now: int, cancelled: bool) -> None:
+        """Time limit or cancel: no new requests, and requests in flight are abandoned (as ab -t / Ctrl-C)."""
+        self.stopping = True
+        self.cancelled = self.cancelled or cancelled
+        self.last_event_ns = max(self.last_event_ns, now)
+        for connection in list(self.by_fd.values()):
+            connection.abort()
+
+    # --- slots
+
+    def open_next(self) -> None:
+        """Closed loop: reserve a request before connecting, so the last round never over-opens.
+        A connect that fails at once (no local port left, say) is counted and the next one tried."""
+        while not self.stopping and self.reserved < self.requests:
+            self.reserved += 1
+            start = perf_counter_ns()
+            if not self.first_start_ns:
+                self.first_start_ns = start
+            self.counters.connections_opened += 1
+            error = Connection(self, start).connect()
+            if error is None:
+                self.in_flight += 1
+                return
+            self.fail("failed_connect", f"connect: {error}")
+
+    def slot_freed(self) -> None:
+        self.in_flight -= 1
+        self.open_next()
+
+    # --- outcomes
+
+    def handshake_done(self, connection: Connection) -> None:
+        self.recorder.add_tls((connection.tls_done_ns - connection.tcp_done_ns) // 1000)
+        if not self.protocol:
+            self.protocol = connection.sock.version() or ""
+            self.cipher = (connection.sock.cipher() or ("",))[0]
+
+    def record(self, connection: Connection, done: int) -> None:
+        start = connection.start_ns
+        connected = connection.connected_ns
+        recorder = self.recorder
+        recorder.append_connect((connected - start) // 1000)
+        recorder.append_waiting((connection.first_byte_ns - connection.written_ns) // 1000)
+        recorder.append_processing((done - connected) // 1000)
+        recorder.append_total((done - start) // 1000)
+        recorder.requests += 1
+        if recorder.requests > recorder.check_at:
+            recorder.check()
+        counters = self.counters
+        counters.complete += 1
+        counters.total_bytes += connection.received
+        body_bytes = connection.body_bytes
+        counters.html_bytes += body_bytes
+        status = connection.status
+        self.status_codes[status] += 1
+        if not 200 <= status < 300:
+            counters.non_2xx += 1
+        if body_bytes != self.document_length:
+            if self.document_length is None:
+                self.document_length = body_bytes
+            else:
+                counters.failed_length += 1
+                counters.failed += 1
+        if connection.keep_alive and self.keepalive:
+            counters.keepalive_requests += 1
+        self.finished += 1
+        self.last_event_ns = done
+
+    def fail(self, column: str, error: str) -> None:
+        setattr(self.counters, column, getattr(self.counters, column) + 1)
+        self.counters.failed += 1
+        self.errors[error] += 1
+        self.finished += 1
+        self.last_event_ns = perf_counter_ns()
+
+    def result(self) -> LoadResult:
+        histograms, samples = self.recorder.finish()
+        started = self.first_start_ns or perf_counter_ns()
+        time_taken_s = max(0, (self.last_event_ns or started) - started) / 1e9
+        started_at = time.time() - (perf_counter_ns() - started) / 1e9
+        return LoadResult(
+            spec=self.spec, started_at=started_at, time_taken_s=time_taken_s, counters=self.counters,
+            histograms=histograms, samples=samples, server_software=self.server_software or "",
+            document_length=self.document_length, protocol=self.protocol, cipher=self.cipher,
+            status_codes={str(code): n for code, n in sorted(self.status_codes.items())},
+            errors=dict(self.errors), cancelled=self.cancelled, processes=1,
+        )
+
+
+class Connection:
+    """One client connection: a non-blocking socket (an SSLSocket once TLS starts) and httptools."""
+
+    __slots__ = ("engine", "sock", "fd", "state", "parser", "deadline", "pending", "served", "head",
+                 "start_ns", "connected_ns", "written_ns", "tcp_done_ns", "tls_done_ns", "first_byte_ns",
+                 "received", "body_bytes", "status", "complete", "keep_alive", "on_header", "recv", "send", "tls")
+
+    def __init__(self, engine: Engine, start: int):
+        self.engine = engine
+        self.start_ns = start
+        self.deadline = start + engine.timeout_ns
+        self.served = 0
+        self.pending = b""
+        self.connected_ns = self.written_ns = self.tcp_done_ns = self.tls_done_ns = 0
+        # httptools calls on_header once per header line: a Python call each, ~6 per response. Only
+        # the run's first responses need them (the Server header); the status is read from the
+        # parser at the end, and framing only matters at an early EOF (see `framed`).
+        self.on_header = None if engine.headers_seen else self.header
+        self.parser = httptools.HttpResponseParser(self)
+        self.tls = None
+        self.reset_response()
+        self.state = CONNECTING
+
+    def connect(self) -> str | None:
+        """Start the non-blocking TCP connect; an error at once is returned (the caller counts it)."""
+        engine = self.engine
+        try:
+            self.sock = sock = socket.socket(engine.family, socket.SOCK_STREAM)
+        except OSError as exc:  # out of file descriptors
+            self.state, self.parser = CLOSED, None
+            return type(exc).__name__
+        sock.setblocking(False)
+        self.recv, self.send = sock.recv, sock.send
+        self.fd = sock.fileno()
+        code = sock.connect_ex(engine.address)
+        if code not in (0, errno.EINPROGRESS):
+            self.close()
+            return type(OSError(code, "")).__name__
+        engine.by_fd[self.fd] = self
+        engine.poller.register(self.fd, WRITE)
+        return None
+
+    def reset_response(self) -> None:
+        self.first_byte_ns = 0
+        self.received = 0
+        self.body_bytes = 0
+        self.status = 0
+        self.head = b""
+        self.complete = False
+        self.keep_alive = False
+
+    # --- readiness
+
+    def ready(self, events: int) -> None:
+        state = self.state
+        try:
+            if state == RECEIVING or state == DRAINING:
+                self.receive()
+            elif state == CONNECTING:
+                self.connected(events)
+            elif state == HANDSHAKING:
+                self.continue_handshake()
+            elif state == SENDING:
+                self.write_pending()
+        except (ConnectFailed, ReceiveFailed, ResponseInvalid) as exc:
+            self.close()
+            self.report(exc)
+
+    def connected(self, events: int) -> None:
+        """TCP is up (or refused): start the TLS handshake, or send the first request."""
+        self.tcp_done_ns = tcp_done = perf_counter_ns()
+        if events & BROKEN:
+            code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:  # else: accepted, then closed at once; the request's read will say so
+                raise ConnectFailed(type(OSError(code, "")).__name__)
+        engine = self.engine
+        if engine.ssl_context is None:
+            self.send_request(self.start_ns, tcp_done)
+            return
+        self.sock = engine.ssl_context.wrap_socket(self.sock, server_hostname=engine.server_name,
+                                                   do_handshake_on_connect=False)
+        self.state = HANDSHAKING
+        self.continue_handshake()
+
+    def continue_handshake(self) -> None:
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:
+            self.watch(READ)
+            return
+        except ssl.SSLWantWriteError:
+            self.watch(WRITE)
+            return
+        except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError) as exc:
+            raise ConnectFailed(f"TLS handshake: connection closed ({type(exc).__name__})") from None
+        except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
+            raise ConnectFailed(f"TLS handshake: {handshake_error(exc)}") from None
+        self.tls_done_ns = tls_done = perf_counter_ns()
+        self.use_tls_record_layer()
+        self.engine.handshake_done(self)
+        self.send_request(self.start_ns, tls_done)
+
+    def use_tls_record_layer(self) -> None:
+        """Read and write through the C object under the SSLSocket: its recv/send/pending are Python
+        wrappers (checks, then the same C call) that cost ~25 % of a kept-alive HTTPS request here.
+        The private attribute has been there since Python 3.7; without it, the public methods."""
+        sock = self.sock
+        self.tls = getattr(sock, "_sslobj", None) or sock
+        self.recv = self.tls.read
+        self.send = self.tls.write
+
+    def watch(self, events: int) -> None:
+        self.engine.poller.modify(self.fd, events)
+
+    # --- requests
+
+    def send_request(self, start: int, connected: int) -> None:
+        """Write the request; `connected` = TLS done (= start on a reused connection, as ab)."""
+        self.start_ns, self.connected_ns = start, connected
+        self.deadline = start + self.engine.timeout_ns
+        self.state = RECEIVING
+        self.write(self.engine.request)
+        self.written_ns = perf_counter_ns()
+        if self.state == RECEIVING:
+            self.watch(READ)
+
+    def write(self, data: bytes) -> None:
+        """Send all of `data` now if the socket takes it, else keep the rest for when it is writable."""
+        try:
+            sent = self.send(data)
+        except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+            sent = 0
+        except OSError as exc:
+            self.engine.counters.write_errors += 1
+            raise ReceiveFailed(type(exc).__name__) from None
+        if sent < len(data):
+            self.pending = data[sent:]
+            self.state = SENDING
+            self.watch(WRITE)
+
+    def write_pending(self) -> None:
+        data, self.pending = self.pending, b""
+        self.state = RECEIVING
+        self.write(data)
+        if self.state == RECEIVING:
+            self.written_ns = perf_counter_ns()
+            self.watch(READ)
+
+    def receive(self) -> None:
+        try:
+            data = self.recv(READ_SIZE)
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return  # e.g. only a TLS 1.3 session ticket arrived
+        except ssl.SSLWantWriteError:
+            return
+        except ssl.SSLEOFError:
+            data = b""  # EOF without close_notify: most servers end HTTP/1.1 connections so
+        except (ssl.SSLError, OSError) as exc:
+            if self.state == DRAINING:
+                self.close()
+                return
+            raise ReceiveFailed(f"TLS: {type(exc).__name__}" if isinstance(exc, ssl.SSLError)
+                                else type(exc).__name__) from None
+        if not data:
+            self.end_of_stream()
+            return
+        if self.state == DRAINING:
+            return  # bytes after a complete "Connection: close" response: ignore, wait for the FIN
+        tls = self.tls
+        if tls is not None and tls.pending():
+            data += self.recv(tls.pending())
+        if not self.first_byte_ns:
+            self.first_byte_ns = perf_counter_ns()
+            self.head = data  # kept (a reference) in case the server ends the body with its FIN
+        elif b"\r\n\r\n" not in self.head:
+            self.head += data  # headers longer than one read
+        self.received += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            if isinstance(exc.__context__, (ReceiveFailed, ConnectFailed)):
+                raise exc.__context__ from None  # a write of the next kept-alive request failed
+            raise
+        except httptools.HttpParserError as exc:
+            raise ResponseInvalid(f"unparsable response ({type(exc).__name__})") from None
+
+    def end_of_stream(self) -> None:
+        """The server closed its side: the FIN we waited for, a close-delimited body, or a failure."""
+        if self.state == DRAINING:
+            self.close()
+            return
+        if self.head and not self.complete and self.parser.get_status_code() and not framed(self.head):
+            self.on_message_complete()  # a body delimited by the connection's end (no length, not chunked)
+            if self.state != CLOSED:
+                self.close()
+            return
+        if self.served and self.received == 0:
+            # The server closed an idle kept-alive connection: not the request's fault; retry, as ab does.
+            self.close()
+            self.engine.reserved -= 1
+            self.engine.slot_freed()
+            return
+        raise ReceiveFailed("closed by the server")
+
+    # --- httptools callbacks (on_header is a slot: None once the run has seen a response)
+
+    def header(self, name: bytes, value: bytes) -> None:
+        if self.engine.server_software is None and name.lower() == b"server":
+            self.engine.server_software = value.decode("latin-1")
+
+    def on_body(self, body: bytes) -> None:
+        self.body_bytes += len(body)
+
+    def on_message_complete(self) -> None:
+        """Record the response; on a kept-alive connection send the next request right here."""
+        done = perf_counter_ns()
+        parser = self.parser
+        self.status = parser.get_status_code()
+        self.complete = True
+        self.keep_alive = keep_alive = parser.should_keep_alive()
+        self.served += 1
+        engine = self.engine
+        engine.headers_seen = True
+        engine.record(self, done)
+        if keep_alive and engine.keepalive and not engine.stopping and engine.reserved < engine.requests:
+            engine.reserved += 1
+            if self.on_header is not None:
+                self.use_lean_parser()
+            # Next request on this connection, inlined (= send_request(now, now) + reset_response()).
+            self.start_ns = self.connected_ns = now = perf_counter_ns()
+            self.deadline = now + engine.timeout_ns
+            self.first_byte_ns = self.received = self.body_bytes = self.status = 0
+            self.head = b""
+            self.complete = self.keep_alive = False
+            self.write(engine.request)
+            self.written_ns = perf_counter_ns()
+        elif keep_alive:
+            self.close()
+            engine.slot_freed()
+        else:
+            # The server closes: wait for its FIN (bounded) so that TIME_WAIT stays on its side, like ab.
+            self.state = DRAINING
+            self.deadline = perf_counter_ns() + engine.timeout_ns
+            engine.in_flight -= 1
+            engine.open_next()
+
+    def use_lean_parser(self) -> None:
+        """A kept-alive connection opened before the run's first response: parse on without header
+        callbacks (httptools reads them once, when the parser is made)."""
+        self.on_header = None
+        self.parser = httptools.HttpResponseParser(self)
+
+    # --- endings
+
+    def report(self, exc: Exception) -> None:
+        """Count a failure in ab's column (the connection is closed already) and free the slot."""
+        engine = self.engine
+        if isinstance(exc, ConnectFailed):
+            engine.fail("failed_connect", f"connect: {exc}")
+        elif isinstance(exc, ReceiveFailed):
+            engine.fail("failed_receive", f"receive: {exc}")
+        else:
+            engine.fail("failed_exceptions", f"exception: {exc}")
+        engine.slot_freed()
+
+    def fail(self, column: str, error: str) -> None:
+        """A failure found outside the socket's own events (a timeout): count it, free the slot."""
+        self.close()
+        self.engine.fail(column, error)
+        self.engine.slot_freed()
+
+    def close(self) -> None:
+        """Close now (after a failure too: ab closes and moves on). Breaks the connection <-> parser
+        cycle, so refcounting frees it at once rather than the cyclic GC."""
+        if self.state == CLOSED:
+            return
+        self.state = CLOSED
+        engine = self.engine
+        if engine.by_fd.pop(self.fd, None) is not None:
+            try:
+                engine.poller.unregister(self.fd)
+            except (OSError, ValueError):
+                pass
+        self.sock.close()
+        self.parser = None
+
+    def abort(self) -> None:
+        """Abandon (stop, cancel, end of run): no count; an in-flight connection frees its slot silently."""
+        if self.state == CLOSED:
+            return
+        in_flight = self.state != DRAINING
+        self.close()
+        if in_flight:
+            self.engine.in_flight -= 1
+
+
+def handshake_error(exc: BaseException) -> str:
+    """A bare SSLError says nothing: add OpenSSL's reason ("SSLError (WRONG_VERSION_NUMBER)").
+    Subclasses (SSLCertVerificationError...) name the problem already."""
+    reason = getattr(exc, "reason", None)
+    return f"SSLError ({reason})" if type(exc) is ssl.SSLError and reason else type(exc).__name__
+
+
+def framed(head: bytes) -> bool:
+    """Does this response head say where its body ends (Content-Length or Transfer-Encoding)?
+    If not, the body ends with the connection (RFC 9112 §6.3), and an EOF completes it."""
+    end = head.find(b"\r\n\r\n")
+    lowered = (head if end < 0 else head[:end + 2]).lower()
+    return any(name in lowered for name in _FRAMING_HEADERS)
