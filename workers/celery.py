@@ -50,7 +50,7 @@ app.conf.update(
     # billiard's default 4 s, and the child was killed and replaced in a loop.
     worker_proc_alive_timeout=30.0,
     imports=("workers.tasks",),
-    beat_scheduler="django_celery_beat.schedulers:DatabaseScheduler",
+    beat_scheduler="workers.beat:RobustDatabaseScheduler",
     beat_schedule={
         "worker-heartbeat": {"task": "workers.tasks.ping.heartbeat", "schedule": 15.0},
         "reap-abandoned-audits": {"task": "workers.tasks.housekeeping.reap_abandoned_audits",

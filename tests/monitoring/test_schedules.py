@@ -215,3 +215,21 @@ def tick() -> list[int]:
             model.save(update_fields=["last_run_at"])
             ran.append(entry.args[0])
     return ran
+
+
+def test_beat_skips_an_entry_whose_schedule_vanished_while_it_read_and_keeps_the_others(org_a):
+    """Beat reads the tasks, then their schedules (prefetch): a site deleted in between left a task
+    without a schedule and upstream's all_as_schedule raised, which killed beat (seen in the fault
+    tests). The same state, made for real: the task row left, its crontab gone."""
+    from workers.beat import RobustDatabaseScheduler
+
+    kept, vanishing = add_sites(org_a, 2)
+    gone = PeriodicTask.objects.get(pk=vanishing.schedule.periodic_task_id)
+    PeriodicTask.objects.filter(pk=gone.pk).update(crontab=None)
+
+    scheduler = RobustDatabaseScheduler(app=app, lazy=True)
+    entries = scheduler.all_as_schedule()
+
+    assert schedules.task_name(kept.pk) in entries
+    assert gone.name not in entries
+    assert app.conf.beat_scheduler == "workers.beat:RobustDatabaseScheduler"

@@ -363,6 +363,9 @@ class Connection:
         sock.setblocking(False)
         self.recv, self.send = sock.recv, sock.send
         self.fd = sock.fileno()
+        # ab stamps a request's start here too: after making the socket, right before connect().
+        self.start_ns = start = perf_counter_ns()
+        self.deadline = start + engine.timeout_ns
         code = sock.connect_ex(engine.address)
         if code not in (0, errno.EINPROGRESS):
             self.close()
