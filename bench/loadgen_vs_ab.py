@@ -27,7 +27,9 @@ client-CPU-second ("eff": ab's and wrk's rusage as children, ours' process_time(
 children's rusage with 2 processes) — the reproducible measure of how fast each client is.
 
 Latency: at c=1, ab's median Total from its `-e` CSV (µs resolution: "50,0.123") vs ours from the
-exact samples with the same index ((0.5 + n * 50 / 100) of the sorted totals).
+exact samples with the same index ((0.5 + n * 50 / 100) of the sorted totals); LATENCY_PAIRS runs
+of each per round, alternating ab and ours, and the median of those medians (one c=1 run takes
+well under a second and single runs differed by +-15 % from scheduler wake-ups alone).
 Prints medians over the rounds (wall-clock rps is noisy on a shared 2-vCPU host; see the load average).
 """
 
@@ -57,6 +59,7 @@ from workers.load.spec import LoadSpec  # noqa: E402
 BENCH = {"title": "Load generator vs ab/wrk", "order": 50, "quick_timeout_s": 240, "full_timeout_s": 1800}
 FIXTURE = "load_no_resumption"
 QUICK_SCALE, QUICK_ROUNDS = 0.05, 1
+LATENCY_PAIRS = 5  # per round and mode: ab then ours at c=1, alternating
 # mode -> (scheme, keep-alive, n for the throughput run, n for the c=1 latency run)
 MODES = {
     "HTTP keep-alive": ("http", True, 50_000, 3_000),
@@ -162,8 +165,11 @@ def one_round(lab, c: int, scale: float) -> dict:
                  "ours x2": run_ours(scheme, port, path, n, c, keepalive, 2)}
         if keepalive and shutil.which("wrk"):
             cells["wrk"] = run_wrk(url, c)
-        cells["ab median us"] = ab_median_us(url, n_latency, keepalive)
-        cells["ours median us"] = ours_median_us(scheme, port, path, n_latency, keepalive)
+        ab_lat, our_lat = [], []
+        for _ in range(LATENCY_PAIRS):  # c=1 runs are short and wake-up noise is large: alternate, take medians
+            ab_lat.append(ab_median_us(url, n_latency, keepalive))
+            our_lat.append(ours_median_us(scheme, port, path, n_latency, keepalive))
+        cells["ab median us"], cells["ours median us"] = statistics.median(ab_lat), statistics.median(our_lat)
         for name in ("ab", "ours", "ours x2"):
             if cells[name]["failed"] or cells[name]["complete"] != n:
                 print(f"  !! {mode} {name}: complete {cells[name]['complete']} of {n}, failed {cells[name]['failed']}")
