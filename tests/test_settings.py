@@ -29,6 +29,7 @@ def run_check(tmp_path, **env):
     ({"TLSAUDIT_DEV": "1", "SITE_URL": "ftp://x"}, "SITE_URL must be a URL with scheme http or https"),
     ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "soon"}, "WORKER_HEARTBEAT_SECONDS='soon' is not an integer"),
     ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "1"}, "WORKER_HEARTBEAT_SECONDS=1 must be at least 5"),
+    ({"TLSAUDIT_DEV": "1", "PASSWORD_RESET_LIMIT_PER_ADDRESS": "0"}, "PASSWORD_RESET_LIMIT_PER_ADDRESS=0 must be at least 1"),
     ({"SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must list the host names"),
 ])
 def test_it_refuses_to_start_on_bad_configuration(tmp_path, env, message):

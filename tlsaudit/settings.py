@@ -349,6 +349,10 @@ PROBE_LIMIT_TARGET_MINUTES = env_int("PROBE_LIMIT_TARGET_MINUTES", 30, minimum=1
 # Sign-up attempts (every POST, so the form cannot be used to enumerate accounts quickly) per client IP.
 SIGNUP_LIMIT_PER_IP = env_int("SIGNUP_LIMIT_PER_IP", 10, minimum=1)
 SIGNUP_LIMIT_WINDOW_MINUTES = env_int("SIGNUP_LIMIT_WINDOW_MINUTES", 60, minimum=1)
+# Password-reset requests (each sends an email): per client IP and per typed address, every POST counts.
+PASSWORD_RESET_LIMIT_PER_IP = env_int("PASSWORD_RESET_LIMIT_PER_IP", 10, minimum=1)
+PASSWORD_RESET_LIMIT_PER_ADDRESS = env_int("PASSWORD_RESET_LIMIT_PER_ADDRESS", 3, minimum=1)
+PASSWORD_RESET_LIMIT_WINDOW_MINUTES = env_int("PASSWORD_RESET_LIMIT_WINDOW_MINUTES", 60, minimum=1)
 
 # Login throttling (django-axes): N failures of one (email, IP) pair lock that pair out for M minutes.
 # Per pair, not per IP: an office behind one NAT address is not locked out by one colleague's typos.

@@ -1,3 +1,5 @@
+import hashlib
+
 from axes.helpers import get_cool_off
 from axes.utils import reset as reset_lockouts
 from django.conf import settings
@@ -46,6 +48,18 @@ def limit_signups(request) -> None:
                    what="too many sign-up attempts from your network")
 
 
+def limit_password_resets(request) -> None:
+    window_s = settings.PASSWORD_RESET_LIMIT_WINDOW_MINUTES * 60
+    ratelimits.hit(f"reset-ip:{client_ip(request) or 'unknown'}", limit=settings.PASSWORD_RESET_LIMIT_PER_IP,
+                   window_s=window_s, code="password_resets_per_ip",
+                   what="too many password reset requests from your network")
+    # The address hashed: cache keys are visible to whoever can read Redis.
+    typed = request.POST.get("email", "").strip().lower()
+    ratelimits.hit(f"reset-email:{hashlib.sha256(typed.encode()).hexdigest()[:32]}",
+                   limit=settings.PASSWORD_RESET_LIMIT_PER_ADDRESS, window_s=window_s,
+                   code="password_resets_per_address", what="too many password reset emails asked for this address")
+
+
 def too_many_signups(request, form, refusal):
     # Unbound, with what was typed: validating the refused attempt would answer "exists or not" anyway.
     form = SignupForm(initial={k: request.POST.get(k, "") for k in ("full_name", "email")})
@@ -73,6 +87,23 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
 
 class PasswordResetView(auth_views.PasswordResetView):
+    """Limited per client IP and per typed address: each request sends an email, so without a limit
+    the form mails anyone's inbox on demand. The limits count every POST, valid or not, known
+    address or not, so a refusal says nothing about whether an account exists."""
+
+    def post(self, request, *args, **kwargs):
+        try:
+            limit_password_resets(request)
+        except ratelimits.RateLimited as refusal:
+            return self.refused(refusal)
+        return super().post(request, *args, **kwargs)
+
+    def refused(self, refusal):
+        form = self.get_form_class()(initial={"email": self.request.POST.get("email", "")})
+        response = self.render_to_response(self.get_context_data(form=form, refusal=refusal), status=429)
+        response["Retry-After"] = str(refusal.retry_after)
+        return response
+
     def form_valid(self, form):
         # The typed address, whether or not it has an account: the page answers the same either way.
         record("user.password_reset_requested", target=form.cleaned_data["email"], request=self.request)
