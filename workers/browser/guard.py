@@ -19,14 +19,13 @@ re-implemented here because engines import only `domain`.
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
 from workers.browser.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, ProbeError
+from workers.resolve import Unresolved, resolve
 
 _PUBLIC_ONLY = "TLS Audit only probes servers on the public internet."
 
@@ -110,52 +109,9 @@ def lookup(host: str, timeout_s: float, resolver: tuple[str, int] | None = None)
     or, with `resolver`, A then AAAA records asked of that DNS server."""
     if f".{host}".endswith(".localhost"):
         return ["127.0.0.1", "::1"]  # RFC 6761 6.3: loopback, whatever a DNS server would answer
-    if resolver is not None:
-        return ask_dns_server(host, resolver, timeout_s)
-    box: dict = {}
-
-    def run() -> None:
-        try:
-            box["infos"] = socket.getaddrinfo(host, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True, name=f"resolve-{host}")
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise ProbeError(DNS, f"The DNS lookup for {host} did not answer within {timeout_s:g} s.")
-    if "error" in box:
-        raise ProbeError(DNS, f"The name {host} does not resolve (DNS lookup failed).", str(box["error"]))
-    addresses = []
-    for family in (socket.AF_INET, socket.AF_INET6):
-        for info_family, _, _, _, sockaddr in box["infos"]:
-            address = sockaddr[0].split("%", 1)[0]
-            if info_family == family and address not in addresses:
-                addresses.append(address)
-    if not addresses:
-        raise ProbeError(DNS, f"The name {host} has no IPv4 or IPv6 address.")
-    return addresses
+    try:
+        return resolve(host, timeout_s, resolver)
+    except Unresolved as exc:
+        raise ProbeError(DNS, exc.message, exc.detail) from None
 
 
-def ask_dns_server(host: str, resolver: tuple[str, int], timeout_s: float) -> list[str]:
-    import dns.exception
-    import dns.resolver
-
-    client = dns.resolver.Resolver(configure=False)
-    client.nameservers, client.port, client.cache = [resolver[0]], resolver[1], None
-    deadline = time.monotonic() + timeout_s
-    addresses: list[str] = []
-    for rdtype in ("A", "AAAA"):
-        try:
-            answer = client.resolve(host, rdtype, lifetime=max(0.1, deadline - time.monotonic()), search=False)
-        except dns.resolver.NoAnswer:
-            continue
-        except dns.exception.Timeout:
-            raise ProbeError(DNS, f"The DNS lookup for {host} did not answer within {timeout_s:g} s.") from None
-        except dns.exception.DNSException as exc:
-            raise ProbeError(DNS, f"The name {host} does not resolve (DNS lookup failed).", str(exc)) from None
-        addresses += [record.address for record in answer if record.address not in addresses]
-    if not addresses:
-        raise ProbeError(DNS, f"The name {host} has no IPv4 or IPv6 address.")
-    return addresses

@@ -10,12 +10,10 @@ AAAA records instead of the system's getaddrinfo; tests point it at a local DNS 
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from dataclasses import dataclass
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
+from workers.resolve import Unresolved, resolve
 from workers.tls.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
 
 _PUBLIC_ONLY = "TLS Audit only scans servers on the public internet."
@@ -82,65 +80,10 @@ def lookup_addresses(name: str, port: int, timeout: float, resolver: tuple[str, 
                           "special-use name (RFC 6761/7686): never looked up")
     if f".{name}".endswith(".localhost"):
         return list(LOCALHOST_ADDRESSES)
-    if resolver is not None:
-        return ask_dns_server(name, resolver, timeout)
-    box: dict = {}
-    thread = threading.Thread(target=_getaddrinfo_into, args=(box, name, port), daemon=True,
-                              name=f"resolve-{name}")
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        raise TargetError(DNS, f"The DNS lookup for {name} did not answer within {timeout:g} s.")
-    if "error" in box:
-        raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", str(box["error"]))
-    addresses = _ipv4_first(box["infos"])
-    if not addresses:
-        raise TargetError(DNS, f"The name {name} has no IPv4 or IPv6 address.")
-    return addresses
-
-
-def ask_dns_server(name: str, resolver: tuple[str, int], timeout: float) -> list[str]:
-    """A, then AAAA records of `name` from the DNS server at `resolver`, within `timeout` in all."""
-    import dns.exception
-    import dns.resolver
-
-    client = dns.resolver.Resolver(configure=False)
-    client.nameservers, client.port, client.cache = [resolver[0]], resolver[1], None
-    deadline = time.monotonic() + timeout
-    addresses: list[str] = []
-    for rdtype in ("A", "AAAA"):
-        try:
-            answer = client.resolve(name, rdtype, lifetime=max(0.1, deadline - time.monotonic()), search=False)
-        except dns.resolver.NXDOMAIN:
-            raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", "NXDOMAIN") from None
-        except dns.resolver.NoAnswer:
-            continue
-        except dns.exception.Timeout:
-            raise TargetError(DNS, f"The DNS lookup for {name} did not answer within {timeout:g} s.") from None
-        except dns.exception.DNSException as exc:
-            raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).", str(exc)) from None
-        addresses += [record.address for record in answer if record.address not in addresses]
-    if not addresses:
-        raise TargetError(DNS, f"The name {name} has no IPv4 or IPv6 address.")
-    return addresses
-
-
-def _getaddrinfo_into(box: dict, name: str, port: int) -> None:
     try:
-        box["infos"] = socket.getaddrinfo(name, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as exc:
-        box["error"] = exc
-
-
-def _ipv4_first(infos: list) -> list[str]:
-    """Unique addresses, IPv4 before IPv6 (like sslyze: many networks still break IPv6)."""
-    seen: list[str] = []
-    for family in (socket.AF_INET, socket.AF_INET6):
-        for info_family, _, _, _, sockaddr in infos:
-            address = sockaddr[0].split("%", 1)[0]
-            if info_family == family and address not in seen:
-                seen.append(address)
-    return seen
+        return resolve(name, timeout, resolver, port)
+    except Unresolved as exc:
+        raise TargetError(DNS, exc.message, exc.detail) from None
 
 
 def _require_ip_literal(text: str) -> str:
