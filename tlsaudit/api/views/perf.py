@@ -84,6 +84,13 @@ class SiteRunList(CsvListMixin, mixins.ListModelMixin, OrgView):
         status = choice(self.request.query_params, "status", PerfRun.Status.values)
         return runs.filter(status=status) if status else runs
 
+    def queue_from_body(self, request, pk, request_serializer, kind: str | None = None):
+        """Validate the body with `request_serializer`, then queue the run (its `kind` unless given)."""
+        site = site_in(self.org, pk)
+        body = request_serializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return queue(request, self.org, site, kind or body.validated_data["kind"], run_params(body.validated_data))
+
 
 class SiteLoadTestList(SiteRunList):
     kinds = LOAD_KINDS
@@ -106,10 +113,7 @@ class SiteLoadTestList(SiteRunList):
                    responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run.")})
     @idempotent
     def post(self, request, pk):
-        site = site_in(self.org, pk)
-        body = LoadRunRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return queue(request, self.org, site, body.validated_data["kind"], run_params(body.validated_data))
+        return self.queue_from_body(request, pk, LoadRunRequestSerializer)
 
 
 class SiteHandshakeList(SiteRunList):
@@ -127,10 +131,7 @@ class SiteHandshakeList(SiteRunList):
                    responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run.")})
     @idempotent
     def post(self, request, pk):
-        site = site_in(self.org, pk)
-        body = HandshakeRunRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return queue(request, self.org, site, PerfRun.Kind.HANDSHAKES, run_params(body.validated_data))
+        return self.queue_from_body(request, pk, HandshakeRunRequestSerializer, PerfRun.Kind.HANDSHAKES)
 
 
 class RunDetail(OrgView):
