@@ -1,11 +1,11 @@
 """Shapes shared by several API resources. Writes validate through the dashboard's forms, so
 the API and the dashboard give the same error for the same input."""
 
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.errors import Conflict
+from tlsaudit.api.links import object_url
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
@@ -43,13 +43,13 @@ class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_url(self, site) -> str:
-        return reverse("api:site-detail", args=[site.pk])
+        return object_url("api:site-detail", site.pk)
 
     def get_tags(self, site) -> list[str]:
         return sorted(tag.name for tag in site.tags.all())
 
     def get_last_audit(self, site) -> str | None:
-        return reverse("api:audit-detail", args=[site.last_audit_id]) if site.last_audit_id else None
+        return object_url("api:audit-detail", site.last_audit_id) if site.last_audit_id else None
 
 
 class SiteWriteSerializer(serializers.Serializer):

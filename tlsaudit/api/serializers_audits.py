@@ -2,10 +2,10 @@
 report (read from the stored facts and report JSON, as the dashboard's report page reads them),
 `?include=raw` for sslyze's JSON."""
 
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.links import object_url
 from tlsaudit.api.optional_fields import OptionalInSchema
 from tlsaudit.audits.models import Audit, AuditSuite
 from tlsaudit.audits.presenters import error_label
@@ -38,10 +38,10 @@ class AuditSerializer(OptionalInSchema, FieldsMixin, serializers.ModelSerializer
                                                               "what the configuration earns)."}}
 
     def get_url(self, audit) -> str:
-        return reverse("api:audit-detail", args=[audit.pk])
+        return object_url("api:audit-detail", audit.pk)
 
     def get_site_url(self, audit) -> str:
-        return reverse("api:site-detail", args=[audit.site_id])
+        return object_url("api:site-detail", audit.site_id)
 
     def get_progress_percent(self, audit) -> int:
         return progress_percent(audit)

@@ -5,10 +5,10 @@ field here, so each error names its field; `loadtests.services.queue_run` then c
 with the organization's caps, exactly as for the dashboard's forms.
 """
 
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.links import object_url
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.presenters import PERCENTAGES, charts_for, percentage
 
@@ -36,10 +36,10 @@ class PerfRunSerializer(FieldsMixin, serializers.ModelSerializer):
                         "work_done": {"help_text": "Requests (or handshakes) finished so far."}}
 
     def get_url(self, run) -> str:
-        return reverse("api:loadtest-detail", args=[run.pk])
+        return object_url("api:loadtest-detail", run.pk)
 
     def get_site_url(self, run) -> str:
-        return reverse("api:site-detail", args=[run.site_id])
+        return object_url("api:site-detail", run.site_id)
 
 
 class StepSerializer(serializers.Serializer):

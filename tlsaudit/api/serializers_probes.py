@@ -1,10 +1,10 @@
 """Browser probes in the API: real Chromium page loads over HTTP and HTTPS, cold and warm."""
 
 from django.conf import settings
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.links import object_url
 from tlsaudit.api.optional_fields import OptionalInSchema
 from tlsaudit.api.serializers_perf import ChartSerializer
 from tlsaudit.probes.models import Probe
@@ -29,10 +29,10 @@ class ProbeSerializer(FieldsMixin, serializers.ModelSerializer):
         extra_kwargs = {"params": {"help_text": "{path, runs, variants}, normalised."}}
 
     def get_url(self, probe) -> str:
-        return reverse("api:probe-detail", args=[probe.pk])
+        return object_url("api:probe-detail", probe.pk)
 
     def get_site_url(self, probe) -> str:
-        return reverse("api:site-detail", args=[probe.site_id])
+        return object_url("api:site-detail", probe.site_id)
 
 
 class TableSerializer(serializers.Serializer):

@@ -1,9 +1,9 @@
 """PDF reports in the API: ask for one (a site's, or the organization's portfolio), poll, download."""
 
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.links import object_url
 from tlsaudit.reports.models import Report
 from tlsaudit.sites.models import Site
 
@@ -23,13 +23,13 @@ class ReportSerializer(FieldsMixin, serializers.ModelSerializer):
                         "size": {"help_text": "Bytes of the PDF."}}
 
     def get_url(self, report) -> str:
-        return reverse("api:report-detail", args=[report.pk])
+        return object_url("api:report-detail", report.pk)
 
     def get_site_url(self, report) -> str | None:
-        return reverse("api:site-detail", args=[report.site_id]) if report.site_id else None
+        return object_url("api:site-detail", report.site_id) if report.site_id else None
 
     def get_download_url(self, report) -> str | None:
-        return reverse("api:report-pdf", args=[report.pk]) if report.status == Report.Status.DONE else None
+        return object_url("api:report-pdf", report.pk) if report.status == Report.Status.DONE else None
 
 
 

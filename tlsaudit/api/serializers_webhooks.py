@@ -1,11 +1,11 @@
 """Webhooks in the API. `url` is where we POST alerts (as in the dashboard's form); the webhook's
 own API address is `api_url`. The signing secret is in the creating response only."""
 
-from django.urls import reverse
 from rest_framework import serializers
 
 from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.api.base import FieldsMixin
+from tlsaudit.api.links import object_url
 
 
 class WebhookSerializer(FieldsMixin, serializers.ModelSerializer):
@@ -20,10 +20,10 @@ class WebhookSerializer(FieldsMixin, serializers.ModelSerializer):
         extra_kwargs = {"url": {"help_text": "Where alerts are POSTed, signed with the secret."}}
 
     def get_api_url(self, hook) -> str:
-        return reverse("api:webhook-detail", args=[hook.pk])
+        return object_url("api:webhook-detail", hook.pk)
 
     def get_deliveries_url(self, hook) -> str:
-        return reverse("api:webhook-deliveries", args=[hook.pk])
+        return object_url("api:webhook-deliveries", hook.pk)
 
 
 class WebhookCreatedSerializer(WebhookSerializer):
