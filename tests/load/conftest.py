@@ -88,6 +88,8 @@ class Behaviours:
 
 
 class HostileServer:
+    backlog = 256
+
     def __init__(self, handle: Callable, behaviours: Behaviours, tls: ssl.SSLContext | None = None):
         self.handle = handle
         self.behaviours = behaviours
@@ -95,7 +97,7 @@ class HostileServer:
         self.listener = socket.socket()
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(256)
+        self.listener.listen(self.backlog)
         self.listener.settimeout(0.1)
         self.port = self.listener.getsockname()[1]
         self.stop = threading.Event()
@@ -140,6 +142,46 @@ class HostileServer:
         self.listener.close()
         for thread in self.threads:
             thread.join(timeout=3)
+
+
+class LateAcceptingServer(HostileServer):
+    """A server whose TCP handshake completes late: its accept queue (backlog 0) is held full by
+    one idle connection, so the kernel drops new SYNs and clients retransmit theirs after the
+    initial RTO (1 s); the queue is freed before that, and the retransmitted SYN gets in."""
+
+    backlog = 0
+    FREE_QUEUE_AFTER_S = 0.3
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.filler = socket.create_connection(("127.0.0.1", self.port))
+
+    def accept_loop(self) -> None:
+        time.sleep(self.FREE_QUEUE_AFTER_S)
+        filler, _ = self.listener.accept()
+        filler.close()
+        super().accept_loop()
+
+    def close(self) -> None:
+        super().close()
+        self.filler.close()
+
+
+@pytest.fixture
+def late_accepting(echo_requests, hostile_tls_context):
+    """late_accepting("http" | "https") -> port of an "ok" server that completes TCP handshakes ~1 s late."""
+    servers: list[HostileServer] = []
+
+    def start(scheme: str) -> int:
+        behaviours = Behaviours()
+        behaviours.requests = echo_requests
+        server = LateAcceptingServer(behaviours.ok, behaviours, hostile_tls_context if scheme == "https" else None)
+        servers.append(server)
+        return server.port
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture

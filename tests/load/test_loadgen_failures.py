@@ -26,8 +26,10 @@ def columns(result) -> dict[str, int]:
     return {name: getattr(result.counters, name) for name in FAILURE_COLUMNS}
 
 
-def test_refused_connections_are_connect_failures(refused_port):
-    result = run_load(local_spec(refused_port, requests=8, concurrency=2))
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_refused_connections_are_connect_failures(refused_port, scheme):
+    """On loopback the refusal surfaces at the first write (or ClientHello), not at connect()."""
+    result = run_load(local_spec(refused_port, scheme, requests=8, concurrency=2))
 
     assert result.counters.complete == 0
     assert columns(result) == {"failed_connect": 8, "failed_receive": 0, "failed_length": 0, "failed_exceptions": 0}
@@ -126,3 +128,19 @@ def test_a_kept_alive_response_cut_short_is_a_receive_failure(hostile):
 
     assert result.counters.complete == 2
     assert columns(result) == {"failed_connect": 0, "failed_receive": 2, "failed_length": 0, "failed_exceptions": 0}
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_tcp_handshake_that_completes_late_is_waited_for_and_timed_as_connect(late_accepting, scheme):
+    """The engine writes (or sends its ClientHello) right after connect(), since on loopback TCP
+    is usually up by then; when it is not, that write finds out and the engine waits for the
+    socket to become writable, as ab does. The wait is TCP connect time, not TLS time."""
+    result = run_load(local_spec(late_accepting(scheme), scheme, requests=2, concurrency=1, timeout_s=5))
+
+    assert (result.counters.complete, result.counters.failed) == (2, 0)
+    first_connect, second_connect = result.samples["connect"]
+    assert first_connect >= 900_000, "the first SYN was dropped: connect waits for its retransmission (~1 s)"
+    assert second_connect < 500_000, "the second connection finds the queue free"
+    if scheme == "https":
+        assert all(tls < 500_000 for tls in result.samples["tls"]), "the TCP wait is not counted as TLS handshake"
+        assert len(result.samples["tls"]) == 2

@@ -33,6 +33,7 @@ responses are complete and counted apart, not failed.
 
 from __future__ import annotations
 
+import _socket
 import errno
 import gc
 import select
@@ -61,7 +62,19 @@ SOCKET_TYPE = socket.SOCK_STREAM | SOCK_NONBLOCK
 # poll() and epoll() share these bit values on Linux; poll() is the fallback elsewhere.
 READ, WRITE = select.POLLIN, select.POLLOUT
 BROKEN = select.POLLERR | select.POLLHUP
+# "The peer sent its FIN" in the same event as the data (Linux): a plain-HTTP response that ends
+# the connection is then closed at once, without one more read for the EOF.
+PEER_CLOSED = getattr(select, "EPOLLRDHUP", 0) if hasattr(select, "epoll") else 0
+# Errors that mean the TCP connect itself failed, when they surface at the first write.
+CONNECT_ERRNOS = {errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH}
 CONNECTING, HANDSHAKING, SENDING, RECEIVING, DRAINING, CLOSED = range(6)
+
+
+class RawSocket(_socket.socket):
+    """The C socket type, plus the weak reference OpenSSL's socket object keeps to it; without
+    socket.socket's Python layer (its __init__ and close cost per connection)."""
+
+    __slots__ = ("__weakref__",)
 
 
 class ConnectFailed(Exception):
@@ -182,6 +195,9 @@ class Engine:
         self.family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.ssl_context = ssl_context
         self.server_name = spec.host
+        self.wrap_tls = getattr(ssl_context, "_wrap_socket", None)  # see Connection.start_tls
+        if self.wrap_tls is not None:
+            self.server_name = ssl_context._encode_hostname(spec.host)  # IDNA, as wrap_socket does
         self.request = request
         self.cancel = cancel
         self.on_progress = on_progress
@@ -263,18 +279,19 @@ class Engine:
 
     def open_next(self) -> None:
         """Closed loop: reserve a request before connecting, so the last round never over-opens.
-        A connect that fails at once (no local port left, say) is counted and the next one tried."""
+        A connection that fails at once (refused, no local port left...) is counted and the next
+        one tried, in this loop rather than by recursion."""
         while not self.stopping and self.reserved < self.requests:
             self.reserved += 1
             start = perf_counter_ns()
             if not self.first_start_ns:
                 self.first_start_ns = start
             self.counters.connections_opened += 1
-            error = Connection(self, start).connect()
-            if error is None:
+            failure = Connection(self, start).connect()
+            if failure is None:
                 self.in_flight += 1
                 return
-            self.fail("failed_connect", f"connect: {error}")
+            self.fail(*failure)
 
     def slot_freed(self) -> None:
         self.in_flight -= 1
@@ -285,8 +302,8 @@ class Engine:
     def handshake_done(self, connection: Connection) -> None:
         self.recorder.add_tls((connection.tls_done_ns - connection.tcp_done_ns) // 1000)
         if not self.protocol:
-            self.protocol = connection.sock.version() or ""
-            self.cipher = (connection.sock.cipher() or ("",))[0]
+            self.protocol = connection.tls.version() or ""
+            self.cipher = (connection.tls.cipher() or ("",))[0]
 
     def record(self, connection: Connection, done: int) -> None:
         start = connection.start_ns
@@ -341,11 +358,12 @@ class Engine:
 
 
 class Connection:
-    """One client connection: a non-blocking socket (an SSLSocket once TLS starts) and httptools."""
+    """One client connection: a non-blocking socket, OpenSSL's C object for TLS, and httptools."""
 
     __slots__ = ("engine", "sock", "fd", "state", "parser", "deadline", "pending", "served", "head",
                  "start_ns", "connected_ns", "written_ns", "tcp_done_ns", "tls_done_ns", "first_byte_ns",
-                 "received", "body_bytes", "status", "complete", "keep_alive", "on_header", "recv", "send", "tls")
+                 "received", "body_bytes", "status", "complete", "keep_alive", "on_header", "recv", "send", "tls",
+                 "watching")
 
     def __init__(self, engine: Engine, start: int):
         self.engine = engine
@@ -360,17 +378,19 @@ class Connection:
         self.on_header = None if engine.headers_seen else self.header
         self.parser = httptools.HttpResponseParser(self)
         self.tls = None
+        self.watching = 0  # the epoll events asked for: a change of interest costs a syscall
         self.reset_response()
         self.state = CONNECTING
 
-    def connect(self) -> str | None:
-        """Start the non-blocking TCP connect; an error at once is returned (the caller counts it)."""
+    def connect(self) -> tuple[str, str] | None:
+        """Open the connection and start the exchange. A failure found at once comes back as
+        (ab's column, error) for the caller to count; later ones arrive as events."""
         engine = self.engine
         try:
-            self.sock = sock = socket.socket(engine.family, SOCKET_TYPE)
+            self.sock = sock = RawSocket(engine.family, SOCKET_TYPE)
         except OSError as exc:  # out of file descriptors
             self.state, self.parser = CLOSED, None
-            return type(exc).__name__
+            return "failed_connect", f"connect: {type(exc).__name__}"
         if not SOCK_NONBLOCK:  # pragma: no cover - not Linux
             sock.setblocking(False)
         self.recv, self.send = sock.recv, sock.send
@@ -381,10 +401,52 @@ class Connection:
         code = sock.connect_ex(engine.address)
         if code not in (0, errno.EINPROGRESS):
             self.close()
-            return type(OSError(code, "")).__name__
+            return "failed_connect", f"connect: {type(OSError(code, '')).__name__}"
         engine.by_fd[self.fd] = self
-        engine.poller.register(self.fd, WRITE)
+        try:
+            self.begin()
+        except (ConnectFailed, ReceiveFailed, ResponseInvalid) as exc:
+            self.close()
+            return failure_of(exc)
         return None
+
+    def begin(self) -> None:
+        """Write at once instead of waiting for "writable": on loopback and on fast links the
+        kernel has usually finished TCP's handshake inside connect() (its SYN-ACK is handled as
+        connect releases the socket), which saves an epoll change and a wake-up per connection.
+        If TCP is not up yet, the write says so (EAGAIN, nothing sent) and we wait as ab does."""
+        self.tcp_done_ns = tcp_done = perf_counter_ns()
+        engine = self.engine
+        if engine.ssl_context is None:
+            self.state = RECEIVING
+            self.connected_ns = tcp_done
+            if self.write_first(engine.request):
+                self.written_ns = perf_counter_ns()
+                self.watch(READ | PEER_CLOSED, first=True)
+            return
+        self.start_tls()
+        self.state = HANDSHAKING
+        self.continue_handshake(first=True)
+
+    def write_first(self, data: bytes) -> bool:
+        """The optimistic first write of plain HTTP: True if all of it went out."""
+        try:
+            sent = self.send(data)
+        except BlockingIOError:  # TCP is not up yet
+            self.state = CONNECTING
+            self.watch(WRITE, first=True)
+            return False
+        except OSError as exc:
+            if exc.errno in CONNECT_ERRNOS:
+                raise ConnectFailed(type(exc).__name__) from None
+            self.engine.counters.write_errors += 1
+            raise ReceiveFailed(type(exc).__name__) from None
+        if sent < len(data):
+            self.pending = data[sent:]
+            self.state = SENDING
+            self.watch(WRITE, first=True)
+            return False
+        return True
 
     def reset_response(self) -> None:
         self.first_byte_ns = 0
@@ -401,7 +463,7 @@ class Connection:
         state = self.state
         try:
             if state == RECEIVING or state == DRAINING:
-                self.receive()
+                self.receive(events)
             elif state == CONNECTING:
                 self.connected(events)
             elif state == HANDSHAKING:
@@ -413,50 +475,64 @@ class Connection:
             self.report(exc)
 
     def connected(self, events: int) -> None:
-        """TCP is up (or refused): start the TLS handshake, or send the first request."""
+        """TCP came up (or was refused) after the optimistic first write found it not ready."""
         self.tcp_done_ns = tcp_done = perf_counter_ns()
         if events & BROKEN:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:  # else: accepted, then closed at once; the request's read will say so
                 raise ConnectFailed(type(OSError(code, "")).__name__)
-        engine = self.engine
-        if engine.ssl_context is None:
+        if self.tls is None:
             self.send_request(self.start_ns, tcp_done)
             return
-        self.sock = engine.ssl_context.wrap_socket(self.sock, server_hostname=engine.server_name,
-                                                   do_handshake_on_connect=False)
         self.state = HANDSHAKING
         self.continue_handshake()
 
-    def continue_handshake(self) -> None:
+    def start_tls(self) -> None:
+        """OpenSSL's C socket object straight from the context: SSLContext.wrap_socket's Python
+        layer costs 4 syscalls (getsockopt, getsockname, getpeername, ioctl) and ~10 µs per
+        connection. Private since Python 3.7 (as SSLSocket._sslobj); the public path otherwise."""
+        engine = self.engine
+        if engine.wrap_tls is not None:
+            self.tls = engine.wrap_tls(self.sock, False, engine.server_name)
+        else:  # pragma: no cover - a Python without SSLContext._wrap_socket
+            self.sock = engine.ssl_context.wrap_socket(socket.socket(fileno=self.sock.detach()),
+                                                       server_hostname=engine.server_name,
+                                                       do_handshake_on_connect=False)
+            self.tls = self.sock
+
+    def continue_handshake(self, first: bool = False) -> None:
         try:
-            self.sock.do_handshake()
+            self.tls.do_handshake()
         except ssl.SSLWantReadError:
-            self.watch(READ)
+            self.watch(READ, first)
             return
         except ssl.SSLWantWriteError:
-            self.watch(WRITE)
+            if first:  # the ClientHello found TCP not up yet: wait for it as ab does
+                self.state = CONNECTING
+            self.watch(WRITE, first)
             return
-        except (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError) as exc:
-            raise ConnectFailed(f"TLS handshake: connection closed ({type(exc).__name__})") from None
-        except (ssl.SSLError, ssl.CertificateError, OSError) as exc:
-            raise ConnectFailed(f"TLS handshake: {handshake_error(exc)}") from None
+        except OSError as exc:
+            raise ConnectFailed(handshake_failure(exc)) from None
         self.tls_done_ns = tls_done = perf_counter_ns()
         self.use_tls_record_layer()
         self.engine.handshake_done(self)
+        if first:  # pragma: no cover - a TLS handshake needs the server's answer
+            self.watch(READ, first=True)
         self.send_request(self.start_ns, tls_done)
 
     def use_tls_record_layer(self) -> None:
-        """Read and write through the C object under the SSLSocket: its recv/send/pending are Python
-        wrappers (checks, then the same C call) that cost ~25 % of a kept-alive HTTPS request here.
-        The private attribute has been there since Python 3.7; without it, the public methods."""
-        sock = self.sock
-        self.tls = getattr(sock, "_sslobj", None) or sock
-        self.recv = self.tls.read
-        self.send = self.tls.write
+        tls = self.tls
+        if isinstance(tls, ssl.SSLSocket):  # pragma: no cover - the public path
+            tls = self.tls = getattr(tls, "_sslobj", None) or tls
+        self.recv = tls.read
+        self.send = tls.write
 
-    def watch(self, events: int) -> None:
-        self.engine.poller.modify(self.fd, events)
+    def watch(self, events: int, first: bool = False) -> None:
+        if first:
+            self.engine.poller.register(self.fd, events)
+        elif events != self.watching:
+            self.engine.poller.modify(self.fd, events)
+        self.watching = events
 
     # --- requests
 
@@ -468,7 +544,7 @@ class Connection:
         self.write(self.engine.request)
         self.written_ns = perf_counter_ns()
         if self.state == RECEIVING:
-            self.watch(READ)
+            self.watch(READ | PEER_CLOSED if self.tls is None else READ)
 
     def write(self, data: bytes) -> None:
         """Send all of `data` now if the socket takes it, else keep the rest for when it is writable."""
@@ -490,9 +566,9 @@ class Connection:
         self.write(data)
         if self.state == RECEIVING:
             self.written_ns = perf_counter_ns()
-            self.watch(READ)
+            self.watch(READ | PEER_CLOSED if self.tls is None else READ)
 
-    def receive(self) -> None:
+    def receive(self, events: int) -> None:
         try:
             data = self.recv(READ_SIZE)
         except (BlockingIOError, ssl.SSLWantReadError):
@@ -529,6 +605,12 @@ class Connection:
             raise
         except httptools.HttpParserError as exc:
             raise ResponseInvalid(f"unparsable response ({type(exc).__name__})") from None
+        if events & PEER_CLOSED and self.state == DRAINING:
+            # The response is complete and the server's FIN came with it (plain HTTP only: a TLS
+            # server's close_notify would still be unread, and closing over unread bytes sends a
+            # reset): the FIN ab waits for is here already.
+            self.close()
+            self.engine.slot_freed()
 
     def end_of_stream(self) -> None:
         """The server closed its side: the FIN we waited for, a close-delimited body, or a failure."""
@@ -596,14 +678,8 @@ class Connection:
 
     def report(self, exc: Exception) -> None:
         """Count a failure in ab's column (the connection is closed already) and free the slot."""
-        engine = self.engine
-        if isinstance(exc, ConnectFailed):
-            engine.fail("failed_connect", f"connect: {exc}")
-        elif isinstance(exc, ReceiveFailed):
-            engine.fail("failed_receive", f"receive: {exc}")
-        else:
-            engine.fail("failed_exceptions", f"exception: {exc}")
-        engine.slot_freed()
+        self.engine.fail(*failure_of(exc))
+        self.engine.slot_freed()
 
     def fail(self, column: str, error: str) -> None:
         """A failure found outside the socket's own events (a timeout): count it, free the slot."""
@@ -629,6 +705,25 @@ class Connection:
             return
         self.close()
         self.engine.in_flight -= 1
+
+
+def failure_of(exc: Exception) -> tuple[str, str]:
+    """ab's failure column for one of our exceptions, and the error class counted under it."""
+    if isinstance(exc, ConnectFailed):
+        return "failed_connect", f"connect: {exc}"
+    if isinstance(exc, ReceiveFailed):
+        return "failed_receive", f"receive: {exc}"
+    return "failed_exceptions", f"exception: {exc}"
+
+
+def handshake_failure(exc: OSError) -> str:
+    """Why a TLS handshake failed: TCP refused (the optimistic ClientHello is the first write),
+    the server closed, or what OpenSSL said."""
+    if exc.errno in CONNECT_ERRNOS and not isinstance(exc, ssl.SSLError):
+        return type(exc).__name__
+    if isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError)):
+        return f"TLS handshake: connection closed ({type(exc).__name__})"
+    return f"TLS handshake: {handshake_error(exc)}"
 
 
 def handshake_error(exc: BaseException) -> str:
