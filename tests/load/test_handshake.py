@@ -1,8 +1,9 @@
 """workers.load.handshake against the nginx TLS lab: forcing checked in nginx's access log,
-full vs resumed, the matrix, exact merges, failures and cancel. Timings are never asserted."""
+full vs resumed, the matrix, exact merges, failures and cancel. Speeds are never asserted."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -163,3 +164,31 @@ def test_cancel_stops_a_long_run_within_a_second(tls_lab):
     assert 0 < result["count"] < 20_000
     assert progress and progress[-1][1] == 20_000
     assert stopped_after < 1.0, f"took {stopped_after:.2f} s to stop"
+
+
+def test_a_late_tcp_handshake_is_timed_as_tcp_not_tls(late_accepting):
+    """The server's accept queue drops the first SYN, so the first connection's TCP handshake takes
+    the ~1 s SYN retransmission: the wait lands in the TCP time, and the ClientHello is only made
+    once TCP is up, so the TLS time holds none of it. (A kernel's RTO, not a speed, is asserted.)"""
+    result = run_handshakes(HandshakeSpec(host="localhost", port=late_accepting("https"), ip="127.0.0.1",
+                                          version="1.3", agents=1, per_agent=2, timeout_s=5))
+    assert (result["count"], result["failures"], result["flagged"]) == (2, {}, {})
+    tcp = HdrHistogram.decode(result["histograms"]["tcp"])
+    assert tcp.get_max_value() >= 900_000 and tcp.get_min_value() < 500_000
+    assert HdrHistogram.decode(result["histograms"]["tls"]).get_max_value() < 500_000
+
+
+def test_a_server_that_never_answers_the_client_hello_is_a_timeout():
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # the kernel completes TCP; nobody ever reads the ClientHello
+    try:
+        started = time.monotonic()
+        result = run_handshakes(HandshakeSpec(host="localhost", port=silent.getsockname()[1], ip="127.0.0.1",
+                                              agents=2, per_agent=2, timeout_s=0.3))
+        elapsed = time.monotonic() - started
+    finally:
+        silent.close()
+    assert result["failures"] == {"timeout": 4}
+    assert (result["count"], result["cancelled"]) == (0, False)
+    assert elapsed < 2.5, "two rounds of 0.3 s deadlines (checked every 50 ms), not a hang"

@@ -414,7 +414,9 @@ class Connection:
         """Write at once instead of waiting for "writable": on loopback and on fast links the
         kernel has usually finished TCP's handshake inside connect() (its SYN-ACK is handled as
         connect releases the socket), which saves an epoll change and a wake-up per connection.
-        If TCP is not up yet, the write says so (EAGAIN, nothing sent) and we wait as ab does."""
+        If TCP is not up yet, the write says so (EAGAIN, nothing sent) and we wait as ab does.
+        Over TLS the probe is a zero-length send, so that the ClientHello is made only once TCP is
+        up: its key generation belongs in the TLS time, whatever the network's round trip."""
         self.tcp_done_ns = tcp_done = perf_counter_ns()
         engine = self.engine
         if engine.ssl_context is None:
@@ -424,12 +426,14 @@ class Connection:
                 self.written_ns = perf_counter_ns()
                 self.watch(READ | PEER_CLOSED, first=True)
             return
-        self.start_tls()
-        self.state = HANDSHAKING
-        self.continue_handshake(first=True)
+        if self.write_first(b""):
+            self.start_tls()
+            self.state = HANDSHAKING
+            self.continue_handshake(first=True)
 
     def write_first(self, data: bytes) -> bool:
-        """The optimistic first write of plain HTTP: True if all of it went out."""
+        """The first write: plain HTTP's request, or the zero-length TCP probe before TLS. True if
+        all of it went out; else the connection waits for "writable"."""
         try:
             sent = self.send(data)
         except BlockingIOError:  # TCP is not up yet
@@ -437,11 +441,11 @@ class Connection:
             self.watch(WRITE, first=True)
             return False
         except OSError as exc:
-            if exc.errno in CONNECT_ERRNOS:
+            if exc.errno in CONNECT_ERRNOS or not data:  # refused, or the TLS handshake cannot start
                 raise ConnectFailed(type(exc).__name__) from None
             self.engine.counters.write_errors += 1
             raise ReceiveFailed(type(exc).__name__) from None
-        if sent < len(data):
+        if sent < len(data):  # a request larger than the socket's buffer (long custom headers)
             self.pending = data[sent:]
             self.state = SENDING
             self.watch(WRITE, first=True)
@@ -475,15 +479,16 @@ class Connection:
             self.report(exc)
 
     def connected(self, events: int) -> None:
-        """TCP came up (or was refused) after the optimistic first write found it not ready."""
+        """TCP came up (or was refused) after the first write found it not ready."""
         self.tcp_done_ns = tcp_done = perf_counter_ns()
         if events & BROKEN:
             code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
             if code:  # else: accepted, then closed at once; the request's read will say so
                 raise ConnectFailed(type(OSError(code, "")).__name__)
-        if self.tls is None:
+        if self.engine.ssl_context is None:
             self.send_request(self.start_ns, tcp_done)
             return
+        self.start_tls()
         self.state = HANDSHAKING
         self.continue_handshake()
 
@@ -507,8 +512,6 @@ class Connection:
             self.watch(READ, first)
             return
         except ssl.SSLWantWriteError:
-            if first:  # the ClientHello found TCP not up yet: wait for it as ab does
-                self.state = CONNECTING
             self.watch(WRITE, first)
             return
         except OSError as exc:

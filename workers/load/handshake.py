@@ -1,7 +1,8 @@
-"""Time TLS handshakes: `agents` concurrent blocking clients, each doing `per_agent` handshakes.
+"""Time TLS handshakes: `agents` concurrent clients, each doing `per_agent` handshakes in turn.
 
-Blocking threads, not asyncio: `_ssl` releases the GIL in SSL_do_handshake, there is no event-loop
-lag in the TCP time, and only a blocking socket can pass `session=` for resumption (notes §4).
+The agents are connections of one epoll loop (workers/load/handshake_loop.py), not threads: see
+there for why, and for what is timed. Resumed handshakes pass the primed session to OpenSSL's
+socket object directly (`session=`).
 Every connection is checked (version, suite, resumed or not); a sample that is not what was asked
 for is dropped and counted under `flagged`, never mixed in. Results are plain dicts (see
 `run_handshakes`); histograms are encoded HdrHistograms in µs that merge exactly across agents.
@@ -27,6 +28,7 @@ from hdrh.histogram import HdrHistogram
 
 from tlsaudit.domain.handshake_stats import histogram_summary
 from workers.load import tls13
+from workers.load.handshake_loop import Loop
 from workers.load.spec import HISTOGRAM_DIGITS, HISTOGRAM_RANGE_US, HandshakeSpec
 
 VERSIONS = {"1.2": (ssl.TLSVersion.TLSv1_2, "TLSv1.2"), "1.3": (ssl.TLSVersion.TLSv1_3, "TLSv1.3")}
@@ -155,116 +157,73 @@ def mismatch(tls: ssl.SSLSocket, spec: HandshakeSpec, want_resumed: bool) -> str
     return None
 
 
-def send_probe(tls: ssl.SSLSocket, host: str) -> None:
-    """A tiny HTTP request after the timed handshake: makes the server log the connection, and
-    reads the TLS 1.3 session tickets (they arrive after the handshake)."""
-    tls.sendall(HTTP_PROBE.format(host=host).encode("ascii"))
-    while tls.recv(65536):
-        pass
-
-
 class Agent:
-    """One client thread: `count` handshakes, samples kept in lists (merged into histograms later)."""
+    """One agent's handshakes, made one after another on its own connection at a time (they run on
+    workers/load/handshake_loop.py's loop, beside the other agents'); samples kept in lists."""
 
-    def __init__(self, spec: HandshakeSpec, ctx: ssl.SSLContext, stop: threading.Event, http_probe: bool):
-        self.spec, self.ctx, self.stop, self.http_probe = spec, ctx, stop, http_probe
-        self.address = (spec.ip or spec.host, spec.port)
-        self.sni = server_name(spec.host)
+    def __init__(self, spec: HandshakeSpec):
+        self.spec = spec
         self.tcp_us: list[int] = []
         self.tls_us: list[int] = []
         self.failures: Counter = Counter()
         self.flagged: Counter = Counter()
         self.suites: Counter = Counter()
         self.resumption = None     # resumed mode: "supported" | "unsupported" | None (not learned)
-        self.done = 0              # attempts finished (for progress)
+        self.session = None        # resumed mode: the primed session every timed connection offers
+        self.done = 0              # timed attempts finished (for progress)
+        self.left = spec.per_agent
+        self.prime_pending = spec.resume
+        self.ended = False         # resumed mode: no session, or the server stopped resuming
         self.finished_at = 0.0
         self.timed_from = 0.0
 
-    def run(self, go: threading.Event) -> None:
-        go.wait()
-        self.timed_from = time.perf_counter()
-        try:
-            self.run_all()
-        except Exception as exc:  # a bug must show in the result, not vanish with the thread
-            self.failures[f"internal error: {exc.__class__.__name__}: {exc}"] += 1
-        finally:
-            self.finished_at = time.perf_counter()
+    def wants_more(self, stop: threading.Event) -> bool:
+        return not self.ended and not stop.is_set() and (self.prime_pending or self.left > 0)
 
-    def run_all(self) -> None:
-        if self.spec.resume:
-            self.run_resumed()
-        else:
-            for _ in range(self.spec.per_agent):
-                if self.stop.is_set():
-                    return
-                self.attempt(session=None, want_resumed=False)
-
-    def run_resumed(self) -> None:
-        """1. one full handshake (not timed) for a session; 2. resume it on every following connection;
+    def take_next(self) -> bool:
+        """Claim the next connection; True if it is the (untimed) priming one of a resumed run:
+        1. one full handshake for a session; 2. resume it on every following connection;
         3. the first connection that is not resumed ends the agent: the server does not resume."""
-        session = self.prime()
-        self.timed_from = time.perf_counter()  # the priming handshake is not in the wall time
-        if session is None:
-            return
-        for _ in range(self.spec.per_agent):
-            if self.stop.is_set():
-                return
-            outcome = self.attempt(session=session, want_resumed=True)
-            if outcome == "mismatch":
-                self.resumption = self.resumption or "unsupported"
-                return
-            if outcome == "ok":
-                self.resumption = "supported"
+        if self.prime_pending:
+            self.prime_pending = False
+            return True
+        self.left -= 1
+        return False
 
-    def prime(self) -> ssl.SSLSession | None:
-        try:
-            with socket.create_connection(self.address, timeout=self.spec.timeout_s) as raw, \
-                    self.ctx.wrap_socket(raw, server_hostname=self.sni) as tls:
-                send_probe(tls, self.spec.host)  # also collects TLS 1.3 tickets
-                reason = mismatch(tls, self.spec, want_resumed=False)
-                if reason:
-                    self.flagged[f"first handshake: {reason}"] += 1
-                    return None
-                session = tls.session
-        except (OSError, ssl.SSLError) as exc:
-            self.failures[failure_reason(exc)] += 1
-            return None
+    def primed(self, tls, reason: str | None) -> None:
+        self.timed_from = time.perf_counter()  # the priming handshake is not in the wall time
+        if reason:
+            self.flagged[f"first handshake: {reason}"] += 1
+            self.ended = True
+            return
+        session = tls.session
         if session is None or not (session.has_ticket or session.id):
             self.resumption = "unsupported"
-            return None
-        return session
+            self.ended = True
+            return
+        self.session = session
 
-    def attempt(self, session, want_resumed: bool) -> str:
-        """One timed connection: "ok", "failed" or "mismatch" (flagged and dropped)."""
-        raw = tls = None
-        try:
-            t0 = time.perf_counter_ns()
-            raw = socket.create_connection(self.address, timeout=self.spec.timeout_s)
-            t1 = time.perf_counter_ns()
-            tls = self.ctx.wrap_socket(raw, server_hostname=self.sni, session=session)
-            t2 = time.perf_counter_ns()
-            reason = mismatch(tls, self.spec, want_resumed)
-            negotiated = iana_name(tls.cipher()[0])
-            if self.http_probe:
-                send_probe(tls, self.spec.host)
-        except (OSError, ssl.SSLError) as exc:
-            self.failures[failure_reason(exc)] += 1
-            return "failed"
-        finally:
-            close_quietly(tls or raw)
-            self.done += 1
+    def timed(self, t0: int, t1: int, t2: int, reason: str | None, negotiated: str) -> None:
+        self.done += 1
         if reason:
             self.flagged[reason] += 1
-            return "mismatch"
+            if self.spec.resume:
+                self.resumption = self.resumption or "unsupported"
+                self.ended = True
+            return
         self.tcp_us.append(max(1, (t1 - t0) // 1000))
         self.tls_us.append(max(1, (t2 - t1) // 1000))
         self.suites[negotiated] += 1
-        return "ok"
+        if self.spec.resume:
+            self.resumption = "supported"
 
-
-def close_quietly(sock: socket.socket | None) -> None:
-    if sock is not None:
-        sock.close()
+    def failed(self, reason: str, *, priming: bool) -> None:
+        self.failures[reason] += 1
+        if priming:
+            self.timed_from = time.perf_counter()
+            self.ended = True
+        else:
+            self.done += 1
 
 
 # --- a run -----------------------------------------------------------------------------------------
@@ -298,23 +257,14 @@ def run_handshakes(spec: HandshakeSpec, *, cancel: Cancel = None, on_progress=No
 
 def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_progress, http_probe: bool,
                method: str = "ctypes") -> dict:
-    stop, go = threading.Event(), threading.Event()
-    agents = [Agent(spec, ctx, stop, http_probe) for _ in range(spec.agents)]
-    threads = [threading.Thread(target=a.run, args=(go,), name=f"handshake-agent-{i}", daemon=True)
-               for i, a in enumerate(agents)]
-    for t in threads:
-        t.start()
-    total, reported = spec.agents * spec.per_agent, -1
-    go.set()  # all agents start together: thread start-up is not in the wall time
-    for t in threads:
-        while t.is_alive():
-            t.join(PROGRESS_POLL_S)
-            if is_cancelled(cancel):
-                stop.set()
-            done = sum(a.done for a in agents)
-            if on_progress is not None and done != reported:
-                reported = done
-                on_progress(done, total)
+    """spec.agents agents at once on one event loop (workers/load/handshake_loop.py), each doing
+    spec.per_agent handshakes in turn; cancel is polled every 0.1 s."""
+    stop = threading.Event()
+    agents = [Agent(spec) for _ in range(spec.agents)]
+    loop = Loop(spec, ctx, agents, stop, cancel, on_progress, http_probe, mismatch=mismatch,
+                failure_reason=failure_reason, iana_name=iana_name,
+                probe_request=HTTP_PROBE.format(host=spec.host).encode("ascii"), sni=server_name(spec.host))
+    loop.run(is_cancelled)
     wall_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
     return collect(spec, agents, wall_s, stop.is_set(), method)
 
