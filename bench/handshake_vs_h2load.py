@@ -161,7 +161,7 @@ def main() -> None:
     record(recorder, rounds, args)
     recorder.note(f"{version} vs workers/load/handshake.py; lab fixture `{FIXTURE}` (TLS 1.3 full handshakes, "
                   f"RSA-2048, one nginx worker); n={args.handshakes} per run, medians of {args.rounds} round(s); "
-                  f"{cores}. Our agents are threads of one Python process (ssl releases the GIL in the handshake).")
+                  f"{cores}. Our agents are connections of one epoll loop in one Python process (workers/load/handshake_loop.py).")
     recorder.write()
 
 
