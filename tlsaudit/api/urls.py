@@ -3,6 +3,7 @@ from django.urls import path
 from rest_framework.permissions import AllowAny
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from tlsaudit.api import schema  # noqa: F401  registers the OpenAPI extensions before any schema is built
 from tlsaudit.api.views import audits, organization, perf, probes, reports, sites, webhooks
 
 app_name = "api"

@@ -1,0 +1,48 @@
+"""manage.py runs the one-target commands without django.setup() (tlsaudit/core/standalone.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tlsaudit.core.standalone import STANDALONE_COMMANDS, runs_standalone
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("argv, standalone", [
+    (["manage.py", "audit", "example.com"], True),
+    (["manage.py", "loadtest", "http://127.0.0.1/"], True),
+    (["manage.py", "overhead", "127.0.0.1"], True),
+    (["manage.py", "handshakes", "127.0.0.1"], True),
+    (["manage.py", "audit", "example.com", "--pdf", "r.pdf"], False),  # the PDF needs templates
+    (["manage.py", "audit", "example.com", "--pdf=r.pdf"], False),
+    (["manage.py", "migrate"], False),
+    (["manage.py"], False),
+])
+def test_which_commands_skip_the_app_registry(argv, standalone):
+    assert runs_standalone(argv) is standalone
+
+
+def test_every_standalone_command_lives_in_its_app():
+    for name, app in STANDALONE_COMMANDS.items():
+        assert (ROOT / app.replace(".", "/") / "management" / "commands" / f"{name}.py").is_file()
+
+
+def test_a_standalone_command_runs_with_no_app_loaded():
+    """The real entry point, in a new process: the command parses and exits, the registry stays empty."""
+    code = ("import runpy, sys\n"
+            "sys.argv = ['manage.py', 'audit', '--help']\n"
+            "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
+            "except SystemExit as exit:\n    assert exit.code in (0, None), exit.code\n"
+            "from django.apps import apps\n"
+            "print('apps ready:', apps.ready)\n")
+    env = {**os.environ, "TLSAUDIT_DEV": "1"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--ca-file" in done.stdout, "audit's own help was printed"
+    assert done.stdout.strip().endswith("apps ready: False")
