@@ -28,6 +28,7 @@ from hdrh.histogram import HdrHistogram
 
 from tlsaudit.domain.handshake_stats import histogram_summary
 from workers.load import tls13
+from workers.load.engine import quiet_gc
 from workers.load.handshake_loop import Loop
 from workers.load.spec import HISTOGRAM_DIGITS, HISTOGRAM_RANGE_US, HandshakeSpec
 
@@ -264,7 +265,8 @@ def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_prog
     loop = Loop(spec, ctx, agents, stop, cancel, on_progress, http_probe, mismatch=mismatch,
                 failure_reason=failure_reason, iana_name=iana_name,
                 probe_request=HTTP_PROBE.format(host=spec.host).encode("ascii"), sni=server_name(spec.host))
-    loop.run(is_cancelled)
+    with quiet_gc():  # as the load engine: no GC passes over the caller's heap mid-run
+        loop.run(is_cancelled)
     wall_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
     return collect(spec, agents, wall_s, stop.is_set(), method)
 
