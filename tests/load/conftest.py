@@ -14,6 +14,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -147,17 +148,24 @@ class HostileServer:
 class LateAcceptingServer(HostileServer):
     """A server whose TCP handshake completes late: its accept queue (backlog 0) is held full by
     one idle connection, so the kernel drops new SYNs and clients retransmit theirs after the
-    initial RTO (1 s); the queue is freed before that, and the retransmitted SYN gets in."""
+    initial RTO (1 s). The queue is freed once a client's socket is seen waiting in SYN_SENT
+    (/proc/net/tcp), not after a fixed delay: on a busy machine the client may start late, and
+    then it must still meet a full queue. Its retransmitted SYN gets in."""
 
     backlog = 0
-    FREE_QUEUE_AFTER_S = 0.3
+    WAIT_FOR_CLIENT_S = 20
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.filler = socket.create_connection(("127.0.0.1", self.port))
 
     def accept_loop(self) -> None:
-        time.sleep(self.FREE_QUEUE_AFTER_S)
+        deadline = time.monotonic() + self.WAIT_FOR_CLIENT_S
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            # Still in SYN_SENT 20 ms later: its SYN was dropped (one let in completes in µs here).
+            if syn_sent_to(self.port) and not self.stop.wait(0.02) and syn_sent_to(self.port):
+                break
+            time.sleep(0.005)
         filler, _ = self.listener.accept()
         filler.close()
         super().accept_loop()
@@ -165,6 +173,13 @@ class LateAcceptingServer(HostileServer):
     def close(self) -> None:
         super().close()
         self.filler.close()
+
+
+def syn_sent_to(port: int) -> bool:
+    """Is a socket of this network namespace in SYN_SENT towards 127.0.0.1:port?"""
+    remote = f"0100007F:{port:04X}"
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return any(row.split()[2] == remote and row.split()[3] == "02" for row in rows)
 
 
 @pytest.fixture
