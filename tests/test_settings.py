@@ -30,6 +30,8 @@ def run_check(tmp_path, **env):
     ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "soon"}, "WORKER_HEARTBEAT_SECONDS='soon' is not an integer"),
     ({"TLSAUDIT_DEV": "1", "WORKER_HEARTBEAT_SECONDS": "1"}, "WORKER_HEARTBEAT_SECONDS=1 must be at least 5"),
     ({"TLSAUDIT_DEV": "1", "PASSWORD_RESET_LIMIT_PER_ADDRESS": "0"}, "PASSWORD_RESET_LIMIT_PER_ADDRESS=0 must be at least 1"),
+    ({"TLSAUDIT_DEV": "1", "REDIS_CONNECT_TIMEOUT": "0"}, "REDIS_CONNECT_TIMEOUT=0 must be at least 1"),
+    ({"TLSAUDIT_DEV": "1", "REDIS_SOCKET_TIMEOUT": "2s"}, "REDIS_SOCKET_TIMEOUT='2s' is not an integer"),
     ({"SECRET_KEY": "x" * 50, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must list the host names"),
 ])
 def test_it_refuses_to_start_on_bad_configuration(tmp_path, env, message):

@@ -265,8 +265,15 @@ else:
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
 REDIS_URL = env_str("REDIS_URL")
+# A Redis that does not answer (a dropped route, a hung server) must cost a request at most these
+# seconds, after which the cache's users fail open (rate limits, the API throttle): without them a
+# blackholed Redis held every request until the kernel gave up on the connect (~2 min).
+REDIS_CONNECT_TIMEOUT = env_int("REDIS_CONNECT_TIMEOUT", 1, minimum=1)
+REDIS_SOCKET_TIMEOUT = env_int("REDIS_SOCKET_TIMEOUT", 2, minimum=1)
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "OPTIONS": {"socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                                      "socket_timeout": REDIS_SOCKET_TIMEOUT}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
                           "LOCATION": str(VAR_DIR / "cache")}}

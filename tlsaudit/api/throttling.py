@@ -1,7 +1,11 @@
+import logging
+
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from tlsaudit.api.models import ApiKey
+
+logger = logging.getLogger(__name__)
 
 
 class PerKeyThrottle(SimpleRateThrottle):
@@ -15,7 +19,11 @@ class PerKeyThrottle(SimpleRateThrottle):
     def allow_request(self, request, view):
         if isinstance(request.auth, ApiKey) and request.auth.rate_per_minute:
             self.num_requests, self.duration = request.auth.rate_per_minute, 60
-        return super().allow_request(request, view)
+        try:
+            return super().allow_request(request, view)
+        except Exception:  # noqa: BLE001  the cache (Redis) is down: serve unthrottled, loudly, as ratelimits.hit
+            logger.warning("API throttle not checked: the cache is unavailable", exc_info=True)
+            return True
 
     def get_cache_key(self, request, view):
         if isinstance(request.auth, ApiKey):
