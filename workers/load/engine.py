@@ -9,8 +9,9 @@ new connection, and `loop.add_reader`/`add_writer` were slower still; ab itself 
 over non-blocking sockets. Every request here costs a handful of Python calls: the socket calls
 (C), httptools' parser (C) and our `on_message_complete`.
 
-Connections move through: CONNECTING (wait writable) -> HANDSHAKING (TLS; wait for what OpenSSL
-wants) -> SENDING (only while a write is partial) -> RECEIVING -> (next request on a kept-alive
+Connections move through: CONNECTING (only if TCP is not up when connect() returns: the first
+write is tried at once, see `Connection.begin`) -> HANDSHAKING (TLS; wait for what OpenSSL wants)
+-> SENDING (only while a write is partial) -> RECEIVING -> (next request on a kept-alive
 connection | DRAINING: wait for the server's FIN, so TIME_WAIT stays on its side, like ab).
 A draining connection keeps its slot, as in ab (which counts a request done at the server's
 close): never more than c connections are open, and at c=1 the next connect does not race the
