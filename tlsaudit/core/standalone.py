@@ -9,8 +9,6 @@ run through Django's normal path (call_command, and `audit --pdf`, whose report 
 
 from __future__ import annotations
 
-import sys
-
 # command -> the app package that holds it (Django finds commands through the app registry,
 # which is exactly what is not loaded here).
 STANDALONE_COMMANDS = {"audit": "tlsaudit.audits", "loadtest": "tlsaudit.loadtests",
@@ -32,7 +30,3 @@ def run_standalone(argv: list[str]) -> None:
     configure_logging(settings.LOGGING_CONFIG, settings.LOGGING)  # what django.setup() does first
     command = load_command_class(STANDALONE_COMMANDS[argv[1]], argv[1])
     command.run_from_argv(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover - manage.py is the entry point
-    run_standalone(sys.argv)

@@ -64,11 +64,12 @@ class Loop:
                     attempt = self.by_fd.get(fd)
                     if attempt is not None:
                         attempt.ready(events)
-                if time.monotonic() >= next_tick:
-                    next_tick = time.monotonic() + TICK_S
+                now = time.monotonic()
+                if now >= next_tick:
+                    next_tick = now + TICK_S
                     self.expire(perf_counter_ns())
-                if time.monotonic() >= next_cancel:
-                    next_cancel = time.monotonic() + CANCEL_EVERY_S
+                if now >= next_cancel:
+                    next_cancel = now + CANCEL_EVERY_S
                     if is_cancelled(self.cancel):
                         self.stop.set()  # agents stop after their current handshake, as before
                     done = sum(a.done for a in self.agents)
@@ -248,4 +249,6 @@ class Attempt:
         self.state = CLOSED
         if self.sock is not None:
             self.loop.by_fd.pop(self.fd, None)
+            if self.watching:
+                self.loop.poller.forget(self.fd)  # poll() off Linux keeps closed fds; epoll drops them
             self.sock.close()
