@@ -226,7 +226,7 @@ def assert_nothing_escaped(udp: Canary, trap, mdns: Canary) -> None:
 def test_a_probed_page_finds_no_webrtc_in_any_frame_and_sends_nothing_around_the_guard():
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"  # sync Playwright runs a loop in this thread
     with attack_site() as (site, udp, trap, mdns):
-        spec = ProbeSpec(host="127.0.0.1", https_port=1, http_port=site.port,
+        spec = ProbeSpec(host="127.0.0.1", https_port=site.port, http_port=site.port,
                          path="/", runs=1, variants=("http",), timeout_s=REPORTS_WAIT_S + 15)
         result = run_probe(spec, guard=guard())
 
