@@ -37,12 +37,24 @@ CHROMIUM_ARGS = (
     "--disable-domain-reliability", "--metrics-recording-only",
     # HTTP/3 would make warm loads switch protocol after Alt-Svc; we compare TLS over TCP.
     "--disable-quic",
-    # WebRTC's UDP would bypass the guarded probe's SOCKS proxy (a page could probe private addresses).
-    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+    # WebRTC's UDP (STUN, TURN, ICE checks, mDNS) would go around the guarded probe's SOCKS proxy: no UDP
+    # at all, TCP through the context's proxy. Chrome maps this switch to the webrtc.ip_handling_policy
+    # pref; the --force-webrtc-... spelling used before is not in Chromium 156 and did nothing.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     # HttpsUpgrades would silently turn the http:// variant into https:// on port 80 sites.
+    # IsolateSandboxedIframes puts a sandboxed srcdoc frame in its own process, where NO_WEBRTC_SCRIPT
+    # is not installed before the frame's scripts run.
     "--disable-features=OptimizationHints,MediaRouter,Translate,NetworkTimeServiceQuerying,"
-    "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable",
+    "HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,IsolateSandboxedIframes",
 )
+# Added to every context: runs before any script of every document (frames, about:blank children,
+# popups). Removes every WebRTC interface, so a probed page behaves as in a browser without WebRTC.
+# Workers never have RTCPeerConnection; the launch flag above covers whatever this cannot reach.
+NO_WEBRTC_SCRIPT = """(() => {
+  for (const name of Object.getOwnPropertyNames(globalThis)) {
+    if (/^(webkit)?RTC/.test(name)) delete globalThis[name];
+  }
+})();"""
 PEM_CERT = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.S)
 
 
@@ -183,8 +195,10 @@ class ProbeBrowser:
         return self
 
     def new_context(self, proxy: dict | None = None):
-        """A fresh context (empty cache, no connections); `proxy`: Playwright's proxy settings."""
-        return self.browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", proxy=proxy)
+        """A fresh context (empty cache, no connections, no WebRTC); `proxy`: Playwright's proxy settings."""
+        context = self.browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US", proxy=proxy)
+        context.add_init_script(NO_WEBRTC_SCRIPT)
+        return context
 
     def close(self, wait_s: float = 10.0) -> None:
         """Close Chromium and the driver; any of its processes still alive after `wait_s` is killed by pid."""

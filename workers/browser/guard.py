@@ -8,7 +8,8 @@ Chromium resolves names itself, so the guard works in three layers:
    redirects, fetch/XHR, WebSockets, loopback included) through this process's SOCKS5 proxy
    (proxy.py). SOCKS5 hands the proxy the *name*; the proxy asks this guard for the checked address
    (`checked_address`) and connects to exactly that address, or refuses. Chromium never resolves
-   nor connects on its own, so the address checked is the address connected to.
+   nor connects on its own, so the address checked is the address connected to. WebRTC, whose UDP
+   no proxy carries, is removed from every page and kept off UDP by launch flag (chromium.py).
 3. Documents (the navigation, each redirect hop, iframes) are also paused through CDP `Fetch` and
    checked here before Chromium sends them, so a refused redirect fails with the guard's reason
    (`BlockedByClient`) rather than a proxy error.
