@@ -11,3 +11,13 @@ def probe_site():
     require_nginx()
     with start_probe_site() as site:
         yield site
+
+
+@pytest.fixture
+def lab_site(org_a, tls_lab):
+    """localhost on the TLS lab's no-resumption server: the site whose stored runs the pages render."""
+    from tlsaudit.sites.models import Site
+
+    name = "load_no_resumption"
+    return Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
+                               http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab")

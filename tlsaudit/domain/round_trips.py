@@ -70,3 +70,31 @@ def round_trips_label(value_ms: float | None, rtt_ms: float | None) -> str:
 def phase_round_trips(phases_ms: dict[str, float | None], rtt_ms: float | None) -> dict[str, float | None]:
     """{phase: multiple} for every phase of `phases_ms` (all None when the RTT is not meaningful)."""
     return {phase: round_trips(value, rtt_ms) for phase, value in phases_ms.items()}
+
+
+def combined_rtt_ms(estimates: Iterable[float | None]) -> float | None:
+    """One RTT for a run of several cells to the same target: the median of their estimates."""
+    values = sorted(v for v in estimates if v is not None)
+    if not values:
+        return None
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else round((values[middle - 1] + values[middle]) / 2, 3)
+
+
+def rtt_note(rtt_ms: float | None) -> str:
+    """What a page says about the RTT it measured, in plain words."""
+    if rtt_ms is None:
+        return "No TCP connect was timed, so the round trip time is unknown."
+    if not is_meaningful(rtt_ms):
+        return (f"Measured round trip time {rtt_ms:.2f} ms (TCP connects): below {MIN_MEANINGFUL_RTT_MS:g} ms the "
+                "times measure CPU more than round trips, so they are not shown as RTT multiples.")
+    return (f"Measured round trip time {rtt_ms:.1f} ms (TCP connects). Expected on a real network: TCP connect 1 RTT, "
+            "TLS 1.2 full handshake 2, TLS 1.3 or a resumed handshake 1, a request on an open connection 1.")
+
+
+def with_round_trips(value_ms: float | None, rtt_ms: float | None) -> str:
+    """"153.2 ms (≈ 3.1 RTT)", or just the milliseconds when no multiple applies ("–" when unknown)."""
+    if value_ms is None:
+        return "–"
+    label = round_trips_label(value_ms, rtt_ms)
+    return f"{value_ms:.1f} ms ({label})" if label else f"{value_ms:.1f} ms"

@@ -97,7 +97,7 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
         browser = browser.ensure(spec.ca_pem, ip_map) if browser else ProbeBrowser(spec.ca_pem, ip_map)
         result["browser"]["version"] = browser.version
         proxy = None if guard.allow_private else GuardedProxy(guard, connect_timeout_s=spec.timeout_s)
-        result["rtt"] = measure_rtt(guard, spec, cancel)
+        result["rtt"] = measure_rtt(guard, spec)
         Session(spec, browser, guard, result, cancel, on_progress, proxy).run()
     except ProbeError as exc:
         result["error"] = exc.to_dict()
@@ -118,11 +118,11 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
     return result
 
 
-def measure_rtt(guard: AddressGuard, spec: ProbeSpec, cancel: Callable[[], bool] | None = None,
-                count: int = RTT_CONNECTS) -> dict:
+def measure_rtt(guard: AddressGuard, spec: ProbeSpec, count: int = RTT_CONNECTS) -> dict:
     """{"rtt_ms", "samples_ms", "address", "port", "error"}: `count` TCP connects (closed at once) to the
-    address the guard gives Chromium for spec.host, on the first variant's port. A failure leaves
-    rtt_ms None with the reason; the loads go on and report their own errors."""
+    address the guard gives Chromium for spec.host, on the first variant's port. The first failure
+    stops it (at most one connect timeout) and leaves rtt_ms None with the reason; the loads go on
+    and report their own errors."""
     port = spec.https_port if spec.variants[0] == "https" else spec.http_port
     outcome = {"rtt_ms": None, "samples_ms": [], "address": None, "port": port, "error": None}
     try:
@@ -132,8 +132,6 @@ def measure_rtt(guard: AddressGuard, spec: ProbeSpec, cancel: Callable[[], bool]
         return outcome
     outcome["address"] = address
     for _ in range(count):
-        if cancel is not None and cancel():
-            break
         started = time.perf_counter()
         try:
             socket.create_connection((address, port), timeout=min(RTT_CONNECT_TIMEOUT_S, spec.timeout_s)).close()
