@@ -7,6 +7,7 @@ import pytest
 from django.conf import settings
 
 from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
+from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
 PASSWORD = "correct horse battery staple"
 

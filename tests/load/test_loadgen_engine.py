@@ -196,7 +196,7 @@ def test_two_processes_give_exact_totals(tls_lab):
     assert result.spec.requests == 301 and result.spec.processes == 2
     assert len(log.expect(301)) == 301
     assert {phase: len(result.samples[phase]) for phase in PHASES} == {
-        "connect": 301, "tls": 0, "waiting": 301, "processing": 301, "total": 301}
+        "connect": 301, "tls": 0, "waiting": 301, "processing": 301, "total": 301, "tcp": 301}
 
 
 def run_in_daemon(spec_dict, results):

@@ -86,8 +86,9 @@ def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str
         waiting = int(rng.lognormvariate(6.4, 0.35) * queueing)                    # ~0.6 ms x load
         processing = int(rng.lognormvariate(4.6, 0.3))
         for phase, value in zip(PHASES, (connect + tls, tls, waiting, processing,
-                                         connect + tls + waiting + processing)):
-            samples[phase].append(max(value, 1))
+                                         connect + tls + waiting + processing, connect)):
+            if phase != "tcp" or fresh:  # TCP connect: once per new connection, as the engine records it
+                samples[phase].append(max(value, 1))
     histograms = {}
     for phase in PHASES:
         histogram = new_histogram()

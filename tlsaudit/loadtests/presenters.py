@@ -15,7 +15,7 @@ SCHEMES = ("http", "https")
 def present_run(run) -> dict:
     steps = run.progress.get("steps", [])
     charts = charts_for(run)
-    return {"steps": [{"label": s["label"], "status": s["status"]} for s in steps],
+    return {"steps": [{"label": s["label"], "status": s["status"]} for s in steps], "round_trips": round_trips(run),
             "steps_done": sum(1 for s in steps if s["status"] == "done"), "charts": charts,
             "chart_data": [{k: v for k, v in c.items() if k != "table"} for c in charts],
             "reports": [{**report_rows(e), "slug": f"report-{i + 1}"}
@@ -148,6 +148,50 @@ def flatten(value, prefix: str = "") -> list[list]:
             return [[f"{prefix}.{item['percent']}%_ms", item["ms"]] for item in value]
         return [[prefix, "; ".join(str(item) for item in value)]] if value else []
     return [[prefix, rounded(value)]]
+
+
+# --- round trips ---------------------------------------------------------------------------
+
+LOAD_RTT_PHASES = (("tcp", "TCP connect"), ("tls", "TLS handshake"), ("connect", "Connect (TCP + TLS)"),
+                   ("waiting", "Request → first byte"), ("total", "Total"))
+
+
+def round_trips(run) -> dict | None:
+    """The run's RTT (from its TCP connects) and each phase's median with its RTT multiple, or None
+    before there are results. Cells: "153.2 ms (≈ 3.1 RTT)"; no multiples under 10 ms of RTT."""
+    from tlsaudit.domain.round_trips import combined_rtt_ms, estimate_rtt_from_histogram, rtt_note
+
+    if not run.results:
+        return None
+    if run.kind == "handshakes":
+        cells = [e["result"] for e in run.results if (e.get("result") or {}).get("count")]
+        rtt = combined_rtt_ms(estimate_rtt_from_histogram((c.get("histograms") or {}).get("tcp")) for c in cells)
+        rows = [[f"TLS {c['version']} {suite_label(c)} {c.get('mode', 'full')}, {c.get('agents')} agents",
+                 cell_with_rtt(c.get("tcp_p50_ms"), rtt), cell_with_rtt(c.get("p50_ms"), rtt)] for c in cells]
+        header = ["cell", "TCP connect (median)", "TLS handshake (median)"]
+    else:
+        entries = [e for e in run.results if "report" in e and "result" in e]
+        rtt = combined_rtt_ms(estimate_rtt_from_histogram((e["result"].get("histograms") or {}).get("tcp"))
+                              for e in entries)
+        rows = [[f"{short_label(e)} {MODE_TITLES.get(e.get('mode'), '')}".strip(),
+                 *(cell_with_rtt(load_phase_median_ms(e, phase), rtt) for phase, _ in LOAD_RTT_PHASES)]
+                for e in entries]
+        header = ["run", *(f"{label} (median)" for _, label in LOAD_RTT_PHASES)]
+    return {"rtt_ms": rtt, "note": rtt_note(rtt), "header": header, "rows": rows}
+
+
+def cell_with_rtt(value_ms, rtt_ms) -> str:
+    from tlsaudit.domain.round_trips import with_round_trips
+
+    return with_round_trips(value_ms, rtt_ms)
+
+
+def load_phase_median_ms(entry: dict, phase: str):
+    """A phase's median (ms) of the stored result: its exact samples, else its histogram."""
+    from tlsaudit.domain.abstats import PhaseSource
+
+    source = PhaseSource(entry["result"], phase)
+    return round(source.percentile(50) / 1000, 3) if source.count else None
 
 
 # --- handshakes ------------------------------------------------------------------------------

@@ -43,7 +43,8 @@ def column_label(variant: str, mode: str) -> str:
 def present_probe(probe) -> dict:
     """Everything the probe's page shows; charts only once it is done."""
     context = {"error_help": ERROR_HELP.get(probe.error_code, ""), "charts": [], "chart_data": [],
-               "page_table": None, "increase": None, "flagged": [], "load_errors": [], "facts": {}}
+               "page_table": None, "increase": None, "flagged": [], "load_errors": [], "facts": {},
+               "round_trips": None}
     if probe.status != "done" or not probe.result:
         return context
     charts = charts_for(probe)
@@ -51,8 +52,31 @@ def present_probe(probe) -> dict:
     context.update(charts=charts, chart_data=[{k: v for k, v in c.items() if k != "table"} for c in charts],
                    page_table=page_table(probe), increase=increase_table(probe),
                    flagged=[load for load in loads if load.get("no_connect_phase")],
-                   load_errors=[load for load in loads if not load.get("ok", True)], facts=page_facts(loads))
+                   load_errors=[load for load in loads if not load.get("ok", True)], facts=page_facts(loads),
+                   round_trips=round_trips(probe))
     return context
+
+
+RTT_PHASES = (("connect", "TCP connect"), ("tls", "TLS handshake"), ("ttfb", "Request → first byte"))
+
+
+def round_trips(probe) -> dict | None:
+    """The path's RTT (the probe's own TCP connects) and the network phases' medians as RTT multiples.
+    Chromium's connect phase reads up to ~0.2 RTT short on cold loads (it opens the socket before the
+    request's timing origin), which the note says; None for probes made before the RTT was measured."""
+    from tlsaudit.domain.round_trips import rtt_note, with_round_trips
+
+    measured = (probe.result or {}).get("rtt")
+    if measured is None:
+        return None
+    rtt, summary = measured.get("rtt_ms"), summary_of(probe)
+    rows = [[column_label(variant, mode), *(with_round_trips(median(summary, variant, mode, key), rtt)
+                                            for key, _ in RTT_PHASES)]
+            for variant, mode in columns_present(probe)]
+    note = rtt_note(rtt) + (" Chromium opens a cold load's socket a few ms before its timing starts, so its"
+                            " TCP connect can read under 1 RTT." if rtt is not None else f" ({measured.get('error')})")
+    return {"rtt_ms": rtt, "note": note, "header": ["variant", *(f"{label} (median)" for _, label in RTT_PHASES)],
+            "rows": rows}
 
 
 def csv_tables(probe) -> dict[str, tuple[list, list]]:

@@ -18,6 +18,7 @@
       "summary": {"https_cold": {"requests": {"median", "min", "max", "p25", "p75"}, ...}, ...},
       "increase_pct": {"cold": {metric: pct}, "warm": {metric: pct}},   # HTTPS over HTTP, as Table VII
       "refused": [{"host", "port", "reason"}],  # connections the guard's proxy refused (guarded probes)
+      "rtt": {"rtt_ms", "samples_ms", "address", "port", "error"} | None,   # TCP connects, see measure_rtt
       "browser": {"version": str}, "duration_s": float, "error": {"code", "message"} | None
     }
 """

@@ -12,8 +12,9 @@ from dataclasses import asdict, dataclass, field
 
 HISTOGRAM_RANGE_US = (1, 60_000_000)
 HISTOGRAM_DIGITS = 3
-# The phases recorded per request, each into its own histogram (µs).
-PHASES = ("connect", "tls", "waiting", "processing", "total")
+# The phases recorded per request, each into its own histogram (µs). "tls" and "tcp" are recorded
+# once per new connection (TCP connect alone: the run's RTT estimate, tlsaudit/domain/round_trips.py).
+PHASES = ("connect", "tls", "waiting", "processing", "total", "tcp")
 
 
 @dataclass(frozen=True)
