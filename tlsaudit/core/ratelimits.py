@@ -77,6 +77,7 @@ def hit(key: str, *, limit: int, window_s: int, code: str, what: str) -> None:
 # sorted set of the admitted requests, scored by Redis's own clock so web hosts' clocks do not
 # matter. KEYS[1] the log; ARGV: limit, window (ms), a member unique to this request.
 # Returns {admitted 0/1, requests counted, ms until the oldest leaves, ms until a refused one fits}.
+# TIME before a write needs script effects replication: Redis 5 or later (docker-compose.yml runs 7).
 SLIDING_LOG = b"""
 local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
 local clock = redis.call('TIME')
