@@ -16,4 +16,5 @@ RUN mkdir -p var && chown -R tlsaudit var \
     python manage.py collectstatic --noinput
 USER tlsaudit
 EXPOSE 8000
-CMD ["gunicorn", "tlsaudit.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+# --timeout bounds every request; IDEMPOTENCY_LEASE_SECONDS (45) must stay above it.
+CMD ["gunicorn", "tlsaudit.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "30", "--access-logfile", "-"]

@@ -381,6 +381,10 @@ AXES_VERBOSE = False
 API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "600/min")
 if not re.fullmatch(r"\d+/(s|sec|m|min|h|hour|d|day)", API_THROTTLE_RATE):
     raise ImproperlyConfigured(f"API_THROTTLE_RATE must look like 600/min, got {API_THROTTLE_RATE!r}.")
+# An Idempotency-Key stays "in flight" (409) this long at most when the request holding it dies
+# with its process; then a retry takes it over. Longer than any request can live: gunicorn's
+# --timeout (30 s, Dockerfile and docker-compose.yml) kills a worker stuck in one.
+IDEMPOTENCY_LEASE_SECONDS = env_int("IDEMPOTENCY_LEASE_SECONDS", 45, minimum=1)
 API_PAGE_SIZE = env_int("API_PAGE_SIZE", 50, minimum=1)
 API_MAX_PAGE_SIZE = env_int("API_MAX_PAGE_SIZE", 200, minimum=1)
 API_CSV_MAX_ROWS = env_int("API_CSV_MAX_ROWS", 100000, minimum=1)

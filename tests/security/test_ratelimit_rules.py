@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tlsaudit.domain.ratelimit import fixed_window, in_words, seconds_until_free
+from tlsaudit.domain.ratelimit import in_words, seconds_until_free, sliding_log
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
 HOUR = timedelta(hours=1)
@@ -37,11 +37,42 @@ def test_a_limit_below_one_is_a_programming_error():
         seconds_until_free([], 0, HOUR, NOW)
 
 
-@pytest.mark.parametrize("now_s, window_s, expected", [
-    (0, 60, (0, 60)), (59.5, 60, (0, 1)), (60, 60, (1, 60)), (3725, 3600, (1, 3475)),
+# The sliding-window log (what Redis runs for sign-ups, password resets and the API throttle), at
+# now = 100 s with a 60 s window, in milliseconds: (log before, limit) -> admitted, remaining,
+# reset (until the oldest leaves), retry_after, log after.
+S = 1000
+NOW_MS = 100 * S
+
+
+@pytest.mark.parametrize("log, limit, admitted, remaining, reset_s, retry_after, kept", [
+    ([], 3, True, 2, 60, 0, [NOW_MS]),
+    ([50 * S], 3, True, 1, 10, 0, [50 * S, NOW_MS]),                            # unsorted in, sorted out
+    ([90 * S, 50 * S, 70 * S], 3, False, 0, 10, 10, [50 * S, 70 * S, 90 * S]),  # full: the oldest frees first
+    ([40 * S], 1, True, 0, 60, 0, [NOW_MS]),                                    # exactly 60 s old has left
+    ([40 * S + 1, 90 * S], 1, False, 0, 1, 50, [40 * S + 1, 90 * S]),           # 1 ms left rounds up to 1 s
+    ([50 * S, 70 * S, 90 * S], 2, False, 0, 10, 30, [50 * S, 70 * S, 90 * S]),  # limit lowered: the 2nd must leave
 ])
-def test_fixed_windows(now_s, window_s, expected):
-    assert fixed_window(now_s, window_s) == expected
+def test_the_sliding_log(log, limit, admitted, remaining, reset_s, retry_after, kept):
+    verdict, after = sliding_log(log, NOW_MS, limit, 60 * S)
+    assert (verdict.allowed, verdict.remaining, verdict.reset_s, verdict.retry_after) == (
+        admitted, remaining, reset_s, retry_after)
+    assert (verdict.limit, verdict.window_s, after) == (limit, 60, kept)
+
+
+def test_the_sliding_log_never_admits_more_than_the_limit_in_any_window():
+    # One attempt every 100 ms for 5 minutes against 7 per 10 s: every 10 s span holds exactly 7.
+    log, admitted = [], []
+    for now_ms in range(0, 300 * S, 100):
+        verdict, log = sliding_log(log, now_ms, 7, 10 * S)
+        if verdict.allowed:
+            admitted.append(now_ms)
+    assert max(sum(1 for t in admitted if start <= t < start + 10 * S) for start in range(0, 290 * S, 100)) == 7
+    assert len(admitted) == 7 * 30
+
+
+def test_a_sliding_log_needs_a_limit_and_a_window():
+    with pytest.raises(ValueError):
+        sliding_log([], NOW_MS, 0, 60 * S)
 
 
 @pytest.mark.parametrize("seconds, words", [

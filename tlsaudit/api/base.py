@@ -5,6 +5,7 @@ from rest_framework import generics
 from tlsaudit.api import context
 from tlsaudit.api.csv import stream_csv, wants_csv
 from tlsaudit.api.errors import BadQuery
+from tlsaudit.api.throttling import rate_limit_headers
 
 
 class OrgView(generics.GenericAPIView):
@@ -13,6 +14,13 @@ class OrgView(generics.GenericAPIView):
     @property
     def org(self):
         return context.resolve(self.request)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        tally = getattr(request, "ratelimit", None)   # left by the throttle; absent when it did not count
+        if tally is not None:
+            rate_limit_headers(response, tally)
+        return response
 
 
 class CsvListMixin:

@@ -44,7 +44,11 @@ class ApiKey(models.Model):
 
 
 class IdempotencyRecord(models.Model):
-    """The first response to a POST carrying an `Idempotency-Key`, replayed for 24 h to retries."""
+    """The first response to a POST carrying an `Idempotency-Key`, replayed for 24 h to retries.
+
+    While its request runs the record is pending (status_code 0) and leased until `leased_until`;
+    a retry after that takes it over (its holder died) and bumps `attempt`, which fences the
+    writes of every earlier holder."""
 
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="+")
     key = models.CharField(max_length=120)
@@ -53,6 +57,8 @@ class IdempotencyRecord(models.Model):
     body = models.JSONField(null=True)
     location = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    attempt = models.PositiveIntegerField(default=1)
+    leased_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["organization", "key"], name="unique_idempotency_key")]

@@ -29,7 +29,9 @@ PAGE_SIZE_PARAM = OpenApiParameter("page_size", int, description="Items per page
 IDEMPOTENCY_PARAM = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER,
     description="Any unique string (e.g. a UUID): a retry with the same key and body gets the first response "
-                "back (with `Idempotent-Replayed: true`) instead of starting the work twice. Kept 24 hours.")
+                "back (with `Idempotent-Replayed: true`) instead of starting the work twice. Kept 24 hours. "
+                "While the first request is still running a retry gets 409 `idempotency_key_in_flight` with "
+                "`Retry-After`; if that request never finishes (its server died), a retry after that time runs it.")
 
 
 def since_until_params(what: str) -> list[OpenApiParameter]:
