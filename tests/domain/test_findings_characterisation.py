@@ -19,22 +19,11 @@ from pathlib import Path
 from tests.domain.factories import (
     NOW, ca_cert, deployment, ec_cert, make_facts, preference, rsa_cert, suite, suites_for,
 )
+from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings
-from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PROTOCOLS, Check, ScanFacts
+from tlsaudit.domain.scanfacts import BAD, Check, ScanFacts
 
 GOLDEN = Path(__file__).parent / "golden" / "findings.txt"
-ALL_CHECKS_UNTESTED = ("heartbleed", "ccs_injection", "robot", "compression", "fallback_scsv", "secure_renegotiation",
-                       "client_renegotiation", "early_data", "extended_master_secret", "session_id_resumption",
-                       "session_ticket_resumption")
-
-
-def blind_server() -> ScanFacts:
-    """Nothing could be measured: every rule must say why it did not test."""
-    return replace(
-        make_facts(not_tested_protocols=PROTOCOLS, protocols=(), hsts_tested=False,
-                   **{name: NOT_TESTED for name in ALL_CHECKS_UNTESTED}),
-        suites=[], certificates=[], curves=[], curves_check=Check(NOT_TESTED, reason="not run"),
-        alpn=[], alpn_check=Check(NOT_TESTED, reason="not run"))
 
 
 def wrecked_server() -> ScanFacts:
@@ -47,8 +36,9 @@ def wrecked_server() -> ScanFacts:
     suites += [suite("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLSv1.0", kx_bits=192, curve="secp192r1")]
     leaf = rsa_cert(bits=512, exponent=1, signature_hash="md5", self_signed=True,
                     not_before=NOW - timedelta(days=900), not_after=NOW - timedelta(days=2), san=("old.example",))
-    cert = deployment(leaf, hostname_matches=False, trusted=False, error="self signed certificate", chain_complete=False, chain_has_sha1=True,
-                      symantec_distrusted=True, must_staple=True, ocsp_stapled=Check(BAD))
+    cert = deployment(leaf, hostname_matches=False, trusted=False, error="self signed certificate",
+                      chain_complete=False, chain_has_sha1=True, symantec_distrusted=True, must_staple=True,
+                      ocsp_stapled=Check(BAD))
     cert = replace(cert, chain_in_order=False, chain_has_anchor=True, sct_count=0, is_ev=True)
     facts = make_facts(protocols=protocols, suites=suites, cert=cert, hsts_valid=False,
                        preferences=[preference(p, enforced=False) for p in protocols[1:]],

@@ -49,9 +49,9 @@ def expected_profile(name: str) -> dict:
     theirs = bundled_guidelines()[name]
     plain = {key: tuple(value) if isinstance(value, list) else value for key, value in theirs.items()}
     ciphers = plain.pop("ciphers")
-    return {**plain, "name": name, "tls_versions": tuple("TLSv1.0" if v == "TLSv1" else v for v in plain["tls_versions"]),
-            "ciphers_iana": tuple(ciphers["iana"]), "ciphers_openssl": tuple(ciphers["openssl"]),
-            "ciphers_caddy": tuple(ciphers["caddy"])}
+    versions = tuple("TLSv1.0" if v == "TLSv1" else v for v in plain["tls_versions"])
+    return {**plain, "name": name, "tls_versions": versions, "ciphers_iana": tuple(ciphers["iana"]),
+            "ciphers_openssl": tuple(ciphers["openssl"]), "ciphers_caddy": tuple(ciphers["caddy"])}
 
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
