@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import pytest
+
 from tests.domain.factories import NOW, deployment, make_facts, suite, suites_for
 from tlsaudit.domain.findings import RULES, Finding, derive_findings
 from tlsaudit.domain.scanfacts import NOT_TESTED, PROTOCOLS, Check, ScanFacts
@@ -64,6 +66,18 @@ def assert_verdict(row: Row) -> None:
         assert f.severity == row.severity, f"{row.rule}: {f}"
     assert row.evidence in (f.evidence if f.status != "not_tested" else f.reason), f
     assert f.title and f.explanation.count(".") >= 2
+
+
+def table_tests(category: str, rows: list[Row], not_tested_rows: list[Row] = ()):
+    """The two tests of a category module, assigned there by name so pytest collects them:
+    each row gets its verdict, and every rule of the category has a row where it speaks."""
+    @pytest.mark.parametrize("row", rows + list(not_tested_rows), ids=row_id)
+    def gives_each_rule_its_verdict(row: Row):
+        assert_verdict(row)
+
+    def has_a_row_where_each_rule_fails_or_informs():
+        assert_rows_cover(category, rows)
+    return gives_each_rule_its_verdict, has_a_row_where_each_rule_fails_or_informs
 
 
 def assert_rows_cover(category: str, rows: list[Row]) -> None:

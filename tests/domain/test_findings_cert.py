@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
-import pytest
-
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert
-from tests.domain.finding_rows import Row, assert_rows_cover, assert_verdict, finding, row_id, with_deployment
+from tests.domain.finding_rows import Row, finding, table_tests, with_deployment
 from tlsaudit.domain.findings import derive_findings
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
 
@@ -78,13 +76,8 @@ NOT_TESTED_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS + NOT_TESTED_ROWS, ids=row_id)
-def test_it_gives_each_cert_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_cert_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("cert", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "cert", ROWS, NOT_TESTED_ROWS)
 
 
 def test_it_reports_both_certificates_of_a_dual_deployment():

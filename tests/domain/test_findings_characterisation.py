@@ -17,7 +17,15 @@ from datetime import timedelta
 from pathlib import Path
 
 from tests.domain.factories import (
-    NOW, ca_cert, deployment, ec_cert, make_facts, preference, rsa_cert, suite, suites_for,
+    NOW,
+    ca_cert,
+    deployment,
+    ec_cert,
+    make_facts,
+    preference,
+    rsa_cert,
+    suite,
+    suites_for,
 )
 from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.domain.factories import make_facts, preference
-from tests.domain.finding_rows import Row, assert_rows_cover, assert_verdict, modern_plus, row_id
+from tests.domain.finding_rows import Row, modern_plus, table_tests
 
 ROWS = [
     Row("cipher.forward_secrecy", make_facts(protocols=("TLSv1.2",), suites=["TLS_RSA_WITH_AES_128_GCM_SHA256"]),
@@ -44,10 +42,5 @@ NOT_TESTED_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS + NOT_TESTED_ROWS, ids=row_id)
-def test_it_gives_each_cipher_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_cipher_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("cipher", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "cipher", ROWS, NOT_TESTED_ROWS)

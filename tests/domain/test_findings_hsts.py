@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from tests.domain.factories import make_facts
-from tests.domain.finding_rows import Row, assert_rows_cover, assert_verdict, row_id
+from tests.domain.finding_rows import Row, table_tests
 from tlsaudit.domain.scanfacts import Hsts
 
 ROWS = [
@@ -29,10 +27,5 @@ NOT_TESTED_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS + NOT_TESTED_ROWS, ids=row_id)
-def test_it_gives_each_hsts_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_hsts_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("hsts", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "hsts", ROWS, NOT_TESTED_ROWS)

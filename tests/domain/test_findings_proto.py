@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.domain.factories import make_facts
-from tests.domain.finding_rows import ALL_TLS, MODERN, Row, assert_rows_cover, assert_verdict, row_id
+from tests.domain.finding_rows import ALL_TLS, MODERN, Row, table_tests
 
 ROWS = [
     Row("proto.sslv2", make_facts(protocols=("SSLv2",) + MODERN), "fail", "critical", "DROWN"),
@@ -27,10 +25,5 @@ NOT_TESTED_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS + NOT_TESTED_ROWS, ids=row_id)
-def test_it_gives_each_proto_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_proto_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("proto", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "proto", ROWS, NOT_TESTED_ROWS)

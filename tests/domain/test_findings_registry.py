@@ -28,7 +28,7 @@ def test_the_categories_are_the_groups_of_the_report_page():
 
 
 def test_each_category_has_its_own_test_module():
-    """Each of those modules checks that every rule of its category has a row (assert_rows_cover)."""
+    """Each of those modules checks that every rule of its category has a row (see table_tests)."""
     here = Path(__file__).parent
     assert {c for c in CATEGORY_TITLES if not (here / f"test_findings_{c}.py").exists()} == set()
 

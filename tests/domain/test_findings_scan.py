@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
-
 from tests.domain.factories import make_facts
-from tests.domain.finding_rows import Row, assert_rows_cover, assert_verdict, row_id
+from tests.domain.finding_rows import Row, table_tests
 
 ROWS = [
     Row("scan.suite_timeouts", replace(make_facts(), timed_out_suite_tests=25), "fail", "medium", "25 suite tests"),
@@ -15,10 +13,5 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS, ids=row_id)
-def test_it_gives_each_scan_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_scan_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("scan", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "scan", ROWS)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.domain.factories import make_facts
-from tests.domain.finding_rows import ALL_TLS, Row, assert_rows_cover, assert_verdict, modern_plus, row_id
+from tests.domain.finding_rows import ALL_TLS, Row, modern_plus, table_tests
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
 
 ROWS = [
@@ -40,10 +38,5 @@ NOT_TESTED_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("row", ROWS + NOT_TESTED_ROWS, ids=row_id)
-def test_it_gives_each_vuln_rule_its_verdict(row: Row):
-    assert_verdict(row)
-
-
-def test_every_vuln_rule_has_a_row_where_it_fails_or_informs():
-    assert_rows_cover("vuln", ROWS)
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "vuln", ROWS, NOT_TESTED_ROWS)

@@ -318,6 +318,12 @@ def _names(text: str) -> list[str]:
     return _QUOTED.findall(text)
 
 
+def _first_number(text: str, otherwise: str) -> str:
+    """The size or count an issue text names first (sslyze's texts put it first), else `otherwise`."""
+    numbers = _NUMBERS.findall(text)
+    return numbers[0] if numbers else otherwise
+
+
 def _and(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
@@ -338,13 +344,11 @@ def _explain(p: Profile, key: str, text: str) -> str:
     if key == "ciphersuites":
         return (f"Limit TLS 1.3 to {', '.join(p.ciphersuites)}; also enabled: {', '.join(_names(text)) or text}.")
     if key == "dh_param_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return (f"Your Diffie-Hellman group is {size} bits; {label} needs at least {p.dh_param_size} bits "
                 f"(use the ffdhe2048 group) or drop the DHE suites.")
     if key == "ecdh_param_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return (f"An elliptic-curve group of {size} bits is in use; {label} needs at least "
                 f"{p.ecdh_param_size} bits (X25519, P-256 or P-384).")
     if key == "tls_curves":
@@ -362,12 +366,10 @@ def _explain(p: Profile, key: str, text: str) -> str:
         return (f"Your certificate's signature algorithm is not allowed by {label} "
                 f"(allowed: {', '.join(p.certificate_signatures)}); ask your CA for a matching chain.")
     if key == "rsa_key_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return f"Your RSA key is {size} bits; {label} needs at least {p.rsa_key_size} bits."
     if key == "maximum_certificate_lifespan":
-        nums = _NUMBERS.findall(text)
-        days = nums[0] if nums else "too many"
+        days = _first_number(text, "too many")
         return (f"Your certificate is valid for {days} days; {label} allows at most "
                 f"{p.maximum_certificate_lifespan} days (it recommends {p.recommended_certificate_lifespan}).")
     if key == "incomplete":
