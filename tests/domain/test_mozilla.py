@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,19 +13,23 @@ import pytest
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert, suite, suites_for
 from tlsaudit.domain.ciphers import classify
 from tlsaudit.domain.mozilla import (
-    INTERMEDIATE, MODERN, OLD, PROFILE_NAMES, PROFILES, best_profile, check_profile, explain_issues, get_profile,
-    profile_report,
+    GUIDELINES_FILE, GUIDELINES_URL, GUIDELINES_VERSION, INTERMEDIATE, MODERN, OLD, PROFILE_NAMES, PROFILES,
+    best_profile, check_profile, explain_issues, get_profile, profile_report, profiles_from,
 )
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
 
+ROOT = Path(__file__).resolve().parents[2]
 LEGACY_PROTOCOLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2")
 
 
-def bundled_guidelines() -> dict:
-    """sslyze's own copy of the guidelines, read as a file (the domain never imports sslyze)."""
+def bundled_guidelines_file() -> Path:
+    """sslyze's own copy of the guidelines, found as a file (the domain never imports sslyze)."""
     spec = importlib.util.find_spec("sslyze")
-    path = Path(next(iter(spec.submodule_search_locations))) / "mozilla_tls_profile" / "5.7.json"
-    return json.loads(path.read_text())["configurations"]
+    return Path(next(iter(spec.submodule_search_locations))) / "mozilla_tls_profile" / f"{GUIDELINES_VERSION}.json"
+
+
+def bundled_guidelines() -> dict:
+    return json.loads(bundled_guidelines_file().read_text())["configurations"]
 
 
 def legacy_facts():
@@ -43,22 +47,45 @@ def ecdsa_modern_facts():
 
 # --- profile data -----------------------------------------------------------------------------
 
+def expected_profile(name: str) -> dict:
+    """Every field a Profile must hold, read from sslyze's copy: lists as tuples, Mozilla's "TLSv1"
+    as our "TLSv1.0", the cipher lists flattened (Go's list is left out: we write no Go config)."""
+    theirs = bundled_guidelines()[name]
+    plain = {key: tuple(value) if isinstance(value, list) else value for key, value in theirs.items()}
+    ciphers = plain.pop("ciphers")
+    versions = tuple("TLSv1.0" if v == "TLSv1" else v for v in plain["tls_versions"])
+    return {**plain, "name": name, "tls_versions": versions, "ciphers_iana": tuple(ciphers["iana"]),
+            "ciphers_openssl": tuple(ciphers["openssl"]), "ciphers_caddy": tuple(ciphers["caddy"])}
+
+
 @pytest.mark.parametrize("name", PROFILE_NAMES)
 def test_its_profile_data_is_the_guidelines_sslyze_bundles(name):
-    theirs = bundled_guidelines()[name]
     ours = PROFILES[name]
-    assert list(ours.mozilla_tls_versions) == theirs["tls_versions"]
-    assert list(ours.ciphersuites) == theirs["ciphersuites"]
-    assert list(ours.ciphers_iana) == theirs["ciphers"]["iana"]
-    assert list(ours.ciphers_openssl) == theirs["ciphers"]["openssl"]
-    assert list(ours.ciphers_caddy) == theirs["ciphers"]["caddy"]
-    assert list(ours.tls_curves) == theirs["tls_curves"]
-    for key in ("certificate_types", "certificate_curves", "certificate_signatures", "oldest_clients"):
-        assert list(getattr(ours, key)) == theirs[key], key
-    for key in ("rsa_key_size", "dh_param_size", "ecdh_param_size", "maximum_certificate_lifespan",
-                "recommended_certificate_lifespan", "hsts_min_age", "server_preferred_order"):
-        assert getattr(ours, key) == theirs[key], key
-    assert ours.ocsp_staple is theirs["ocsp_staple"]
+    assert asdict(ours) == expected_profile(name)
+    assert list(ours.mozilla_tls_versions) == bundled_guidelines()[name]["tls_versions"]
+
+
+def test_the_vendored_guidelines_are_the_file_sslyze_bundles_byte_for_byte():
+    """Same file, same verdicts: when sslyze moves to newer guidelines this fails, and the pin moves with it."""
+    vendored = ROOT / "tlsaudit" / "domain" / "data" / GUIDELINES_FILE
+    assert vendored.read_bytes() == bundled_guidelines_file().read_bytes()
+    document = json.loads(vendored.read_text())
+    assert (str(document["version"]), document["href"]) == (GUIDELINES_VERSION, GUIDELINES_URL)
+
+
+@pytest.mark.parametrize("changes", [{"version": 5.8}, {"href": "https://example.org/guidelines/5.7.json"},
+                                     {"version": None}])
+def test_it_refuses_guidelines_other_than_the_pinned_ones(changes):
+    document = {**json.loads(bundled_guidelines_file().read_text()), **changes}
+    with pytest.raises(ValueError, match="expected 5.7 from https://ssl-config.mozilla.org/guidelines/5.7.json"):
+        profiles_from(document)
+
+
+def test_it_refuses_a_profile_that_lacks_a_field_rather_than_guess_it():
+    document = json.loads(bundled_guidelines_file().read_text())
+    del document["configurations"]["intermediate"]["dh_param_size"]
+    with pytest.raises(KeyError, match="dh_param_size"):
+        profiles_from(document)
 
 
 def test_its_profiles_get_looser_from_modern_to_old():

@@ -1,4 +1,4 @@
-"""Mozilla server-side TLS profiles (guidelines v5.7, as bundled in sslyze 6.3.1) and our own checker.
+"""Mozilla server-side TLS profiles (loaded from Mozilla's published guidelines JSON) and our own checker.
 
 sslyze's checker needs its live result objects, so it cannot judge a stored scan or a *predicted*
 configuration (what the server would look like after a fix). `check_profile` re-implements it over
@@ -7,14 +7,20 @@ configuration (what the server would look like after a fix). `check_profile` re-
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from importlib.resources import files
 
 from tlsaudit.domain.findings import is_trusted
 from tlsaudit.domain.scanfacts import BAD, OK, PROTOCOLS, ScanFacts
 
+# The pinned guidelines. The file in data/ is a byte-for-byte copy of the one sslyze 6.3.1 bundles
+# (sslyze/mozilla_tls_profile/5.7.json, Mozilla's file as published at GUIDELINES_URL); a test keeps
+# the two identical, so our checker and sslyze's always judge against the same profiles.
 GUIDELINES_VERSION = "5.7"
 GUIDELINES_URL = "https://ssl-config.mozilla.org/guidelines/5.7.json"
+GUIDELINES_FILE = "mozilla-server-side-tls-5.7.json"
 
 # Strictest first: `best_profile` walks this order.
 PROFILE_NAMES = ("modern", "intermediate", "old")
@@ -55,177 +61,41 @@ class Profile:
         return tuple(_MOZILLA_VERSION_NAME[v] for v in self.tls_versions)
 
 
-_TLS13_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
-_TLS_CURVES = ("X25519", "prime256v1", "secp384r1")
-_CERT_CURVES = ("prime256v1", "secp384r1")
+def profiles_from(guidelines: dict) -> dict[str, Profile]:
+    """Our three profiles from Mozilla's guidelines document, which must be the pinned version:
+    a newer file dropped in data/ cannot change what "intermediate" means until the pin (and with it
+    the sslyze comparison test) moves too."""
+    found = (str(guidelines.get("version")), guidelines.get("href"))
+    if found != (GUIDELINES_VERSION, GUIDELINES_URL):
+        raise ValueError(f"Mozilla guidelines {found[0]} from {found[1]}, "
+                         f"expected {GUIDELINES_VERSION} from {GUIDELINES_URL}")
+    return {name: _profile(name, guidelines["configurations"][name]) for name in PROFILE_NAMES}
 
-MODERN = Profile(
-    name="modern",
-    tls_versions=("TLSv1.3",),
-    ciphersuites=_TLS13_SUITES,
-    ciphers_iana=(),
-    ciphers_openssl=(),
-    ciphers_caddy=(),
-    tls_curves=_TLS_CURVES,
-    certificate_types=("ecdsa",),
-    certificate_curves=_CERT_CURVES,
-    certificate_signatures=("ecdsa-with-SHA256", "ecdsa-with-SHA384", "ecdsa-with-SHA512"),
-    rsa_key_size=None,
-    dh_param_size=None,
-    ecdh_param_size=256,
-    maximum_certificate_lifespan=90,
-    recommended_certificate_lifespan=90,
-    hsts_min_age=63072000,
-    ocsp_staple=True,
-    server_preferred_order=False,
-    oldest_clients=("Firefox 63", "Android 10.0", "Chrome 70", "Edge 75", "Java 11", "OpenSSL 1.1.1",
-                    "Opera 57", "Safari 12.1"),
-)
 
-INTERMEDIATE = Profile(
-    name="intermediate",
-    tls_versions=("TLSv1.2", "TLSv1.3"),
-    ciphersuites=_TLS13_SUITES,
-    ciphers_iana=(
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-    ),
-    ciphers_openssl=(
-        "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "ECDHE-RSA-AES256-GCM-SHA384",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-        "ECDHE-RSA-CHACHA20-POLY1305",
-        "DHE-RSA-AES128-GCM-SHA256",
-        "DHE-RSA-AES256-GCM-SHA384",
-        "DHE-RSA-CHACHA20-POLY1305",
-    ),
-    ciphers_caddy=(
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-    ),
-    tls_curves=_TLS_CURVES,
-    certificate_types=("ecdsa", "rsa"),
-    certificate_curves=_CERT_CURVES,
-    certificate_signatures=("sha256WithRSAEncryption", "ecdsa-with-SHA256", "ecdsa-with-SHA384",
-                            "ecdsa-with-SHA512"),
-    rsa_key_size=2048,
-    dh_param_size=2048,
-    ecdh_param_size=256,
-    maximum_certificate_lifespan=366,
-    recommended_certificate_lifespan=90,
-    hsts_min_age=63072000,
-    ocsp_staple=True,
-    server_preferred_order=False,
-    oldest_clients=("Firefox 27", "Android 4.4.2", "Chrome 31", "Edge", "IE 11 on Windows 7", "Java 8u31",
-                    "OpenSSL 1.0.1", "Opera 20", "Safari 9"),
-)
+# Fields whose value is not Mozilla's value of the same name.
+_CONVERTED = {"name", "tls_versions", "ciphers_iana", "ciphers_openssl", "ciphers_caddy"}
 
-OLD = Profile(
-    name="old",
-    tls_versions=("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"),
-    ciphersuites=_TLS13_SUITES,
-    ciphers_iana=(
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_DHE_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_DHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-        "TLS_DHE_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_DHE_RSA_WITH_AES_256_CBC_SHA256",
-        "TLS_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_RSA_WITH_AES_256_CBC_SHA256",
-        "TLS_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_RSA_WITH_AES_256_CBC_SHA",
-        "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
-    ),
-    ciphers_openssl=(
-        "ECDHE-ECDSA-AES128-GCM-SHA256",
-        "ECDHE-RSA-AES128-GCM-SHA256",
-        "ECDHE-ECDSA-AES256-GCM-SHA384",
-        "ECDHE-RSA-AES256-GCM-SHA384",
-        "ECDHE-ECDSA-CHACHA20-POLY1305",
-        "ECDHE-RSA-CHACHA20-POLY1305",
-        "DHE-RSA-AES128-GCM-SHA256",
-        "DHE-RSA-AES256-GCM-SHA384",
-        "DHE-RSA-CHACHA20-POLY1305",
-        "ECDHE-ECDSA-AES128-SHA256",
-        "ECDHE-RSA-AES128-SHA256",
-        "ECDHE-ECDSA-AES128-SHA",
-        "ECDHE-RSA-AES128-SHA",
-        "ECDHE-ECDSA-AES256-SHA384",
-        "ECDHE-RSA-AES256-SHA384",
-        "ECDHE-ECDSA-AES256-SHA",
-        "ECDHE-RSA-AES256-SHA",
-        "DHE-RSA-AES128-SHA256",
-        "DHE-RSA-AES256-SHA256",
-        "AES128-GCM-SHA256",
-        "AES256-GCM-SHA384",
-        "AES128-SHA256",
-        "AES256-SHA256",
-        "AES128-SHA",
-        "AES256-SHA",
-        "DES-CBC3-SHA",
-    ),
-    ciphers_caddy=(
-        "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
-        "TLS_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_RSA_WITH_AES_256_GCM_SHA384",
-        "TLS_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_RSA_WITH_AES_256_CBC_SHA",
-        "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
-    ),
-    tls_curves=_TLS_CURVES,
-    certificate_types=("rsa",),
-    certificate_curves=_CERT_CURVES,
-    certificate_signatures=("sha256WithRSAEncryption",),
-    rsa_key_size=2048,
-    dh_param_size=1024,
-    ecdh_param_size=256,
-    maximum_certificate_lifespan=366,
-    recommended_certificate_lifespan=90,
-    hsts_min_age=63072000,
-    ocsp_staple=True,
-    server_preferred_order=True,
-    oldest_clients=("Firefox 1", "Android 2.3", "Chrome 1", "Edge 12", "IE8 on Windows XP", "Java 6",
-                    "OpenSSL 0.9.8", "Opera 5", "Safari 1"),
-)
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (MODERN, INTERMEDIATE, OLD)}
+def _profile(name: str, config: dict) -> Profile:
+    """Lists become tuples (profiles are frozen), "TLSv1" becomes "TLSv1.0", and the cipher lists
+    we write configs from are lifted out of "ciphers" (not Go's: we write no Go server config)."""
+    same = {f.name: _frozen(config[f.name]) for f in fields(Profile) if f.name not in _CONVERTED}
+    ciphers = config["ciphers"]
+    return Profile(name=name, tls_versions=tuple(_OUR_VERSION_NAME[v] for v in config["tls_versions"]),
+                   ciphers_iana=tuple(ciphers["iana"]), ciphers_openssl=tuple(ciphers["openssl"]),
+                   ciphers_caddy=tuple(ciphers["caddy"]), **same)
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _read_guidelines() -> dict:
+    return json.loads((files("tlsaudit.domain") / "data" / GUIDELINES_FILE).read_text(encoding="utf-8"))
+
+
+PROFILES: dict[str, Profile] = profiles_from(_read_guidelines())
+MODERN, INTERMEDIATE, OLD = (PROFILES[name] for name in PROFILE_NAMES)
 
 
 def get_profile(name: str) -> Profile:
@@ -448,6 +318,12 @@ def _names(text: str) -> list[str]:
     return _QUOTED.findall(text)
 
 
+def _first_number(text: str, otherwise: str) -> str:
+    """The size or count an issue text names first (sslyze's texts put it first), else `otherwise`."""
+    numbers = _NUMBERS.findall(text)
+    return numbers[0] if numbers else otherwise
+
+
 def _and(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
@@ -468,13 +344,11 @@ def _explain(p: Profile, key: str, text: str) -> str:
     if key == "ciphersuites":
         return (f"Limit TLS 1.3 to {', '.join(p.ciphersuites)}; also enabled: {', '.join(_names(text)) or text}.")
     if key == "dh_param_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return (f"Your Diffie-Hellman group is {size} bits; {label} needs at least {p.dh_param_size} bits "
                 f"(use the ffdhe2048 group) or drop the DHE suites.")
     if key == "ecdh_param_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return (f"An elliptic-curve group of {size} bits is in use; {label} needs at least "
                 f"{p.ecdh_param_size} bits (X25519, P-256 or P-384).")
     if key == "tls_curves":
@@ -492,12 +366,10 @@ def _explain(p: Profile, key: str, text: str) -> str:
         return (f"Your certificate's signature algorithm is not allowed by {label} "
                 f"(allowed: {', '.join(p.certificate_signatures)}); ask your CA for a matching chain.")
     if key == "rsa_key_size":
-        nums = _NUMBERS.findall(text)
-        size = nums[0] if nums else "too small"
+        size = _first_number(text, "too small")
         return f"Your RSA key is {size} bits; {label} needs at least {p.rsa_key_size} bits."
     if key == "maximum_certificate_lifespan":
-        nums = _NUMBERS.findall(text)
-        days = nums[0] if nums else "too many"
+        days = _first_number(text, "too many")
         return (f"Your certificate is valid for {days} days; {label} allows at most "
                 f"{p.maximum_certificate_lifespan} days (it recommends {p.recommended_certificate_lifespan}).")
     if key == "incomplete":

@@ -1,0 +1,93 @@
+"""Findings about certificates, told as a table of servers and verdicts, for one or two deployments."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert
+from tests.domain.finding_rows import Row, finding, table_tests, with_deployment
+from tlsaudit.domain.findings import derive_findings
+from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
+
+ROWS = [
+    Row("cert.expired", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=400),
+                                                 not_after=NOW - timedelta(days=1))), "fail", "critical",
+        "expired on 2026-03-01"),
+    Row("cert.expired", make_facts(), "pass", "critical", "valid until 2026-05-01"),
+    Row("cert.not_yet_valid", make_facts(cert=rsa_cert(not_before=NOW + timedelta(days=2))), "fail", "critical",
+        "valid from 2026-03-04"),
+    Row("cert.expires_soon", make_facts(cert=rsa_cert(not_after=NOW + timedelta(days=5))), "fail", "high", "in 5 days"),
+    Row("cert.expires_soon", make_facts(cert=rsa_cert(not_after=NOW + timedelta(days=10))), "fail", "medium",
+        "in 10 days"),
+    Row("cert.expires_soon", make_facts(cert=rsa_cert(not_after=NOW + timedelta(days=20))), "fail", "low",
+        "in 20 days"),
+    Row("cert.expires_soon", make_facts(), "pass", "low", "in 60 days"),
+    Row("cert.hostname_mismatch",
+        make_facts(cert=deployment(rsa_cert(san=("www.example.org",)), hostname_matches=False)), "fail", "critical",
+        "localhost is not in the certificate's names: www.example.org"),
+    Row("cert.untrusted", make_facts(cert=deployment(trusted=False)), "fail", "critical",
+        "Mozilla: candidates exhausted"),
+    # A mismatch fails every store with a name error: that is the mismatch rule's business, not trust's.
+    Row("cert.untrusted", make_facts(cert=deployment(hostname_matches=False)), "pass", "critical"),
+    # The organisation's own CA counts only when it asked for it.
+    Row("cert.untrusted", make_facts(cert=deployment(trusted=False, custom_ca=True), trust_use_custom_ca=True),
+        "pass", "critical", "Custom CA: trusted"),
+    Row("cert.untrusted", make_facts(cert=deployment(trusted=False, custom_ca=True)), "fail", "critical"),
+    Row("cert.self_signed", make_facts(cert=rsa_cert(self_signed=True)), "fail", "critical", "signed by itself"),
+    Row("cert.chain_incomplete", make_facts(cert=deployment(chain_complete=False)), "fail", "medium",
+        "an intermediate for CN=Test Intermediate CA"),
+    Row("cert.chain_order", with_deployment(chain_in_order=False), "fail", "low", "CN=localhost -> CN=Test"),
+    Row("cert.chain_anchor", with_deployment(chain_has_anchor=True), "fail", "info", "root sent"),
+    Row("cert.sha1", make_facts(cert=deployment(chain_has_sha1=True)), "fail", "high", "SHA-1 signed"),
+    Row("cert.sha1", make_facts(cert=rsa_cert(signature_hash="sha1")), "fail", "high", "CN=localhost"),
+    Row("cert.md5", make_facts(cert=rsa_cert(signature_hash="md5")), "fail", "critical", "CN=localhost (md5)"),
+    Row("cert.md5", make_facts(cert=deployment(chain=(rsa_cert(), ca_cert(signature_hash="md2")))), "fail",
+        "critical", "Test Intermediate CA,O=TLS Audit Tests (md2)"),
+    Row("cert.rsa_weak", make_facts(cert=rsa_cert(bits=1024)), "fail", "high", "RSA 1024 bits"),
+    Row("cert.rsa_weak", make_facts(cert=rsa_cert(bits=512)), "fail", "critical", "RSA 512 bits"),
+    Row("cert.rsa_exponent_1", make_facts(cert=rsa_cert(exponent=1)), "fail", "critical", "exponent 1"),
+    Row("cert.ec_weak", make_facts(cert=ec_cert("secp224r1", 224)), "fail", "medium", "EC 224 bits (secp224r1)"),
+    Row("cert.ec_weak", make_facts(cert=ec_cert()), "pass", "medium", "EC 256 bits"),
+    Row("cert.lifetime", make_facts(cert=rsa_cert(not_after=NOW + timedelta(days=400))), "fail", "high",
+        "valid for 430 days"),
+    Row("cert.lifetime", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=2500),
+                                                  not_after=NOW + timedelta(days=100))),
+        "fail", "low", "issued before 2020-09-01"),
+    Row("cert.symantec", make_facts(cert=deployment(symantec_distrusted=True)), "fail", "high", "Symantec root"),
+    Row("cert.ocsp_stapling", make_facts(cert=deployment(ocsp_stapled=Check(BAD))), "fail", "low",
+        "no OCSP response stapled"),
+    Row("cert.must_staple", make_facts(cert=deployment(must_staple=True, ocsp_stapled=Check(BAD))), "fail", "high",
+        "must-staple set"),
+    Row("cert.must_staple", make_facts(cert=deployment(must_staple=True)), "pass", "high", "must-staple and stapled"),
+    Row("cert.sct", with_deployment(sct_count=0), "fail", "low", "0 SCTs"),
+    Row("cert.ev", with_deployment(is_ev=True), "info", "info", "EV certificate for CN=localhost"),
+]
+
+NOT_TESTED_ROWS = [
+    Row("cert.ocsp_stapling", make_facts(cert=deployment(ocsp_stapled=Check(NOT_TESTED, reason="OCSP timeout"))),
+        "not_tested", evidence="OCSP timeout"),
+    Row("cert.chain_incomplete", make_facts(cert=deployment(chain_complete=None)), "not_tested"),
+    Row("cert.sha1", make_facts(cert=deployment(chain_has_sha1=None)), "not_tested"),
+    Row("cert.symantec", make_facts(cert=deployment(symantec_distrusted=None)), "not_tested"),
+    Row("cert.sct", with_deployment(sct_count=None), "not_tested"),
+    Row("cert.untrusted", replace(make_facts(), errors={"certificate_info": "CONNECTIVITY_ISSUE"}, certificates=[]),
+        "not_tested", evidence="CONNECTIVITY_ISSUE"),
+]
+
+
+test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
+    "cert", ROWS, NOT_TESTED_ROWS)
+
+
+def test_it_reports_both_certificates_of_a_dual_deployment():
+    facts = make_facts(certs=[deployment(rsa_cert(bits=1024)), deployment(ec_cert())])
+    f = finding(facts, "cert.rsa_weak")
+    assert (f.status, f.evidence) == ("fail", "RSA certificate: RSA 1024 bits")
+    assert finding(facts, "cert.ec_weak").evidence == "EC certificate: EC 256 bits (secp256r1)"
+
+
+def test_its_expiry_clock_defaults_to_the_scan_start_so_stored_audits_rederive_the_same():
+    facts = make_facts(cert=rsa_cert(not_after=NOW + timedelta(days=10)))
+    by_default = {f.id: f for f in derive_findings(facts)}["cert.expires_soon"]
+    assert by_default.evidence == "expires on 2026-03-12, in 10 days"

@@ -1,0 +1,32 @@
+"""Performance: what makes repeat visits and many-asset pages fast (session resumption, HTTP/2)."""
+
+from __future__ import annotations
+
+from tlsaudit.domain.findings.registry import Context, Outcome, fail, ok, rule, untested
+from tlsaudit.domain.scanfacts import NOT_TESTED, OK
+
+
+@rule("perf.session_resumption", "info", "Session resumption disabled", "Session resumption works",
+      "Session resumption (session IDs or tickets) lets returning clients skip the expensive part of the "
+      "handshake, saving CPU on the server and a round trip for TLS 1.2 visitors.")
+def session_resumption(ctx: Context) -> Outcome:
+    ids, tickets = ctx.facts.check("session_id_resumption"), ctx.facts.check("session_ticket_resumption")
+    works = [label for label, c in (("session IDs", ids), ("session tickets", tickets)) if c.status == OK]
+    if works:
+        return ok("resumption with " + " and ".join(works))
+    if not ids.tested or not tickets.tested:
+        return untested("; ".join(c.reason for c in (ids, tickets) if not c.tested))
+    return fail("neither session IDs nor session tickets resumed a session"
+                + (f" ({ids.detail}; {tickets.detail})" if ids.detail or tickets.detail else ""))
+
+
+@rule("perf.http2", "info", "HTTP/2 not offered (no ALPN h2)", "HTTP/2 offered via ALPN",
+      "HTTP/2 multiplexes requests over one connection, so pages with many assets load faster. Clients "
+      "pick it during the TLS handshake through ALPN.")
+def http2(ctx: Context) -> Outcome:
+    c = ctx.facts.alpn_check
+    if c.status == NOT_TESTED:
+        return untested(c.reason)
+    if "h2" in ctx.facts.alpn:
+        return ok("ALPN: " + ", ".join(ctx.facts.alpn))
+    return fail("ALPN: " + (", ".join(ctx.facts.alpn) or "no protocol negotiated"))
