@@ -360,6 +360,17 @@ SIGNUP_LIMIT_WINDOW_MINUTES = env_int("SIGNUP_LIMIT_WINDOW_MINUTES", 60, minimum
 PASSWORD_RESET_LIMIT_PER_IP = env_int("PASSWORD_RESET_LIMIT_PER_IP", 10, minimum=1)
 PASSWORD_RESET_LIMIT_PER_ADDRESS = env_int("PASSWORD_RESET_LIMIT_PER_ADDRESS", 3, minimum=1)
 PASSWORD_RESET_LIMIT_WINDOW_MINUTES = env_int("PASSWORD_RESET_LIMIT_WINDOW_MINUTES", 60, minimum=1)
+# Invitations (each mails an address someone else chose): per organization, per inviter (all their
+# organizations together) and per recipient inbox (all organizations together, see domain/mailbox.py).
+INVITATION_LIMIT_PER_ORG = env_int("INVITATION_LIMIT_PER_ORG", 20, minimum=1)
+INVITATION_LIMIT_PER_INVITER = env_int("INVITATION_LIMIT_PER_INVITER", 20, minimum=1)
+INVITATION_LIMIT_PER_RECIPIENT = env_int("INVITATION_LIMIT_PER_RECIPIENT", 3, minimum=1)
+INVITATION_LIMIT_WINDOW_MINUTES = env_int("INVITATION_LIMIT_WINDOW_MINUTES", 1440, minimum=1)
+# Verification emails (sign-up and "send it again"): per account, per client IP and per inbox.
+VERIFICATION_LIMIT_PER_USER = env_int("VERIFICATION_LIMIT_PER_USER", 3, minimum=1)
+VERIFICATION_LIMIT_PER_IP = env_int("VERIFICATION_LIMIT_PER_IP", 10, minimum=1)
+VERIFICATION_LIMIT_PER_ADDRESS = env_int("VERIFICATION_LIMIT_PER_ADDRESS", 3, minimum=1)
+VERIFICATION_LIMIT_WINDOW_MINUTES = env_int("VERIFICATION_LIMIT_WINDOW_MINUTES", 60, minimum=1)
 
 # Login throttling (django-axes): N failures of one (email, IP) pair lock that pair out for M minutes.
 # Per pair, not per IP: an office behind one NAT address is not locked out by one colleague's typos.
