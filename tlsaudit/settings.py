@@ -111,6 +111,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost of ours: it marks every /api/ response no-store, those of the middleware below included.
+    "tlsaudit.api.middleware.ApiNoStoreMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before everything that reads the database (session, user): a database outage is a friendly 503.
     "tlsaudit.core.unavailable.DatabaseUnavailableMiddleware",
@@ -341,6 +343,11 @@ DNS_RESOLVER = dns_resolver("TLSAUDIT_DNS_RESOLVER")
 
 # Seconds without a worker heartbeat before /healthz calls the workers stale.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
+# /healthz shows its checks' details (database engine, broker URL, workers) to staff and to callers
+# sending `Authorization: Bearer <HEALTHZ_TOKEN>`; anyone else gets only the status. Empty: no token.
+HEALTHZ_TOKEN = env_str("HEALTHZ_TOKEN")
+if HEALTHZ_TOKEN and len(HEALTHZ_TOKEN) < 32:
+    raise ImproperlyConfigured("HEALTHZ_TOKEN is too short: use at least 32 random characters.")
 
 
 # --- Abuse limits (issue #8) -----------------------------------------------------------
