@@ -9,8 +9,8 @@ from django.views.decorators.http import require_POST
 from tlsaudit.core import ratelimits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
-from tlsaudit.orgs.access import org_for, remember_org
 from tlsaudit.orgs import invitations
+from tlsaudit.orgs.access import org_for, remember_org
 from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
 from tlsaudit.orgs.models import Invitation, Membership, Organization
 
