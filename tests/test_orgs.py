@@ -232,7 +232,9 @@ def test_it_emails_an_invitation_with_a_working_link(login, org_a, alice, mailou
 
     [email] = mailoutbox
     assert email.to == ["dave@agency-a.test"]
-    assert email.subject == "Alice Owner invited you to Agency A on TLS Audit"
+    # No inviter-chosen text in the subject; the body says who invited, with the inviter's (verified) address.
+    assert email.subject == "Invitation to join an organization on TLS Audit"
+    assert 'Alice Owner (alice@agency-a.test) invited you to join the organization "Agency A"' in email.body
     link = link_path(email.body)
     assert link == reverse("orgs:accept", args=[invitation.token])
     [(html, mimetype)] = email.alternatives

@@ -111,6 +111,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost of ours: it marks every /api/ response no-store, those of the middleware below included.
+    "tlsaudit.api.middleware.ApiNoStoreMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before everything that reads the database (session, user): a database outage is a friendly 503.
     "tlsaudit.core.unavailable.DatabaseUnavailableMiddleware",
@@ -341,6 +343,11 @@ DNS_RESOLVER = dns_resolver("TLSAUDIT_DNS_RESOLVER")
 
 # Seconds without a worker heartbeat before /healthz calls the workers stale.
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
+# /healthz shows its checks' details (database engine, broker URL, workers) to staff and to callers
+# sending `Authorization: Bearer <HEALTHZ_TOKEN>`; anyone else gets only the status. Empty: no token.
+HEALTHZ_TOKEN = env_str("HEALTHZ_TOKEN")
+if HEALTHZ_TOKEN and len(HEALTHZ_TOKEN) < 32:
+    raise ImproperlyConfigured("HEALTHZ_TOKEN is too short: use at least 32 random characters.")
 
 
 # --- Abuse limits (issue #8) -----------------------------------------------------------
@@ -360,6 +367,17 @@ SIGNUP_LIMIT_WINDOW_MINUTES = env_int("SIGNUP_LIMIT_WINDOW_MINUTES", 60, minimum
 PASSWORD_RESET_LIMIT_PER_IP = env_int("PASSWORD_RESET_LIMIT_PER_IP", 10, minimum=1)
 PASSWORD_RESET_LIMIT_PER_ADDRESS = env_int("PASSWORD_RESET_LIMIT_PER_ADDRESS", 3, minimum=1)
 PASSWORD_RESET_LIMIT_WINDOW_MINUTES = env_int("PASSWORD_RESET_LIMIT_WINDOW_MINUTES", 60, minimum=1)
+# Invitations (each mails an address someone else chose): per organization, per inviter (all their
+# organizations together) and per recipient inbox (all organizations together, see domain/mailbox.py).
+INVITATION_LIMIT_PER_ORG = env_int("INVITATION_LIMIT_PER_ORG", 20, minimum=1)
+INVITATION_LIMIT_PER_INVITER = env_int("INVITATION_LIMIT_PER_INVITER", 20, minimum=1)
+INVITATION_LIMIT_PER_RECIPIENT = env_int("INVITATION_LIMIT_PER_RECIPIENT", 3, minimum=1)
+INVITATION_LIMIT_WINDOW_MINUTES = env_int("INVITATION_LIMIT_WINDOW_MINUTES", 1440, minimum=1)
+# Verification emails (sign-up and "send it again"): per account, per client IP and per inbox.
+VERIFICATION_LIMIT_PER_USER = env_int("VERIFICATION_LIMIT_PER_USER", 3, minimum=1)
+VERIFICATION_LIMIT_PER_IP = env_int("VERIFICATION_LIMIT_PER_IP", 10, minimum=1)
+VERIFICATION_LIMIT_PER_ADDRESS = env_int("VERIFICATION_LIMIT_PER_ADDRESS", 3, minimum=1)
+VERIFICATION_LIMIT_WINDOW_MINUTES = env_int("VERIFICATION_LIMIT_WINDOW_MINUTES", 60, minimum=1)
 
 # Login throttling (django-axes): N failures of one (email, IP) pair lock that pair out for M minutes.
 # Per pair, not per IP: an office behind one NAT address is not locked out by one colleague's typos.

@@ -8,6 +8,7 @@ import requests
 pytestmark = pytest.mark.worker
 PASSWORD = "correct horse battery staple"
 WELL_FORMED_KEY = "tlar_0123456789_" + "a" * 40  # looks like a key, so it is looked up in the database
+HEALTHZ_TOKEN = "monitoring-token-" + "m" * 32     # /healthz shows its details only with it (or to staff)
 
 
 def log_in(base: str, email: str) -> requests.Session:
@@ -31,7 +32,9 @@ def assert_friendly_page(response: requests.Response) -> None:
 
 
 def test_the_web_app_answers_a_friendly_503_while_postgresql_is_down(faults, tls_lab):
+    faults.app.env["HEALTHZ_TOKEN"] = HEALTHZ_TOKEN
     web, base = faults.app.web()
+    monitor = {"Authorization": f"Bearer {HEALTHZ_TOKEN}"}
     seeded = faults.app.django(f"from tests.faults.seed import *; emit(lab_sites({str(tls_lab.ca_file)!r}, "
                                f"[{tls_lab.port('a_plus_rsa_hsts')}]))")
     sites_page = f"{base}/o/{seeded['orgs'][0]}/sites/"
@@ -66,8 +69,13 @@ def test_the_web_app_answers_a_friendly_503_while_postgresql_is_down(faults, tls
             error = response.json()["error"]
             assert error["code"] == "unavailable"
             assert error["message"].startswith("The database is unavailable")
-        # Monitoring: /healthz says what is down.
+        # Monitoring: /healthz says it is down to anyone, and what is down to the monitor's token.
         health = anonymous.get(f"{base}/healthz", timeout=10)
+        assert (health.status_code, health.json()) == (503, {"status": "down"})
+        # A signed-in caller too: the session cannot be read to tell staff, so JSON, not the HTML 503 page.
+        health = alice.get(f"{base}/healthz", timeout=10)
+        assert (health.status_code, health.json()) == (503, {"status": "down"})
+        health = anonymous.get(f"{base}/healthz", timeout=10, headers=monitor)
         assert health.status_code == 503
         body = health.json()
         assert body["status"] == "down"
@@ -80,6 +88,6 @@ def test_the_web_app_answers_a_friendly_503_while_postgresql_is_down(faults, tls
 
     # Back without restarting the web app: same session, same pages.
     assert alice.get(sites_page, timeout=10).status_code == 200
-    assert anonymous.get(f"{base}/healthz", timeout=10).json()["checks"]["database"]["ok"] is True
+    assert anonymous.get(f"{base}/healthz", timeout=10, headers=monitor).json()["checks"]["database"]["ok"] is True
     assert web.alive()
     assert "Traceback" not in web.output()

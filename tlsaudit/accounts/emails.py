@@ -1,22 +1,16 @@
-"""Account emails: subject / text / html templates, like healthchecks."""
+"""Account emails: the verification link. Built by tlsaudit/core/emails.py like every email."""
 
 from django.conf import settings
 from django.core import signing
-from django.core.mail import EmailMultiAlternatives
-from django.template.loader import render_to_string
 from django.urls import reverse
+
+from tlsaudit.core.emails import templated_message
 
 VERIFY_SALT = "tlsaudit.accounts.verify-email"
 
 
 def send_templated(template: str, to: str, context: dict) -> None:
-    context = {"site_url": settings.SITE_URL, **context}
-    subject = render_to_string(f"emails/{template}-subject.txt", context).strip()
-    text = render_to_string(f"emails/{template}-body.txt", context)
-    html = render_to_string(f"emails/{template}-body.html", context)
-    message = EmailMultiAlternatives(subject, text, settings.DEFAULT_FROM_EMAIL, [to])
-    message.attach_alternative(html, "text/html")
-    message.send()
+    templated_message(template, to, context).send()
 
 
 def verification_token(user) -> str:

@@ -1,6 +1,8 @@
 from django.contrib.auth.models import AbstractUser, BaseUserManager
 from django.db import models
 
+from tlsaudit.core.validators import no_control_characters
+
 
 class UserManager(BaseUserManager):
     use_in_migrations = True
@@ -28,7 +30,7 @@ class User(AbstractUser):
 
     username = None
     email = models.EmailField("email address", unique=True)
-    full_name = models.CharField(max_length=150, blank=True)
+    full_name = models.CharField(max_length=150, blank=True, validators=[no_control_characters])
     email_verified = models.BooleanField(default=False)
     # The organization the dashboard opens on; switching orgs updates it.
     last_org = models.ForeignKey("orgs.Organization", null=True, blank=True, on_delete=models.SET_NULL,

@@ -1,4 +1,5 @@
 import hashlib
+import logging
 
 from axes.helpers import get_cool_off
 from axes.utils import reset as reset_lockouts
@@ -19,7 +20,11 @@ from tlsaudit.accounts.models import User
 from tlsaudit.core import ratelimits
 from tlsaudit.core.auditlog import record
 from tlsaudit.core.clientip import client_ip
+from tlsaudit.core.emails import MAIL_ERRORS, failure_reason
+from tlsaudit.domain.mailbox import mailbox_key
 from tlsaudit.domain.ratelimit import in_words
+
+logger = logging.getLogger(__name__)
 
 
 @sensitive_post_parameters("password")
@@ -34,9 +39,9 @@ def signup(request):
             return too_many_signups(request, form, refusal)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        send_verification(user)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.info(request, f"Welcome! We sent a verification link to {user.email}.")
+        if mail_verification(request, user):
+            messages.info(request, f"Welcome! We sent a verification link to {user.email}.")
         return redirect(safe_next(request, request.GET.get("next")))
     return render(request, "accounts/signup.html", {"form": form})
 
@@ -139,10 +144,43 @@ def verify_email(request, token):
 def resend_verification(request):
     if request.user.email_verified:
         messages.info(request, "Your email address is already verified.")
-    else:
-        send_verification(request.user)
+    elif mail_verification(request, request.user):
         messages.info(request, f"We sent a new verification link to {request.user.email}.")
     return redirect(safe_next(request, request.POST.get("next")))
+
+
+def mail_verification(request, user) -> bool:
+    """Send the verification link unless a limit says no; True if it went out. A refusal or a mail
+    server failure becomes an error message (and a log line): never a 500, never silence."""
+    try:
+        limit_verification_mail(request, user)
+    except ratelimits.RateLimited as refusal:
+        messages.error(request, refusal.message)
+        return False
+    try:
+        send_verification(user)
+    except MAIL_ERRORS as exc:
+        logger.error("verification email to user %s not sent: %s", user.pk, failure_reason(exc))
+        messages.error(request, "The verification email could not be sent (the mail server refused it or did not "
+                                "answer). Use “Send it again” in a few minutes.")
+        return False
+    return True
+
+
+def limit_verification_mail(request, user) -> None:
+    """Per account, per client IP and per inbox (Victim@x and victim+1@x are one inbox): the link goes to
+    an address the account holder typed, which need not be theirs until it is verified. The sign-up
+    mail counts too. The refusal only speaks of the caller's own account and address."""
+    window_s = settings.VERIFICATION_LIMIT_WINDOW_MINUTES * 60
+    what = "we already sent several verification links recently"
+    ratelimits.hit(f"verify-user:{user.pk}", limit=settings.VERIFICATION_LIMIT_PER_USER, window_s=window_s,
+                   code="verifications_per_user", what=what)
+    ratelimits.hit(f"verify-ip:{client_ip(request) or 'unknown'}", limit=settings.VERIFICATION_LIMIT_PER_IP,
+                   window_s=window_s, code="verifications_per_ip",
+                   what="too many verification emails were asked for from your network")
+    ratelimits.hit(f"verify-inbox:{hashlib.sha256(mailbox_key(user.email).encode()).hexdigest()[:32]}",
+                   limit=settings.VERIFICATION_LIMIT_PER_ADDRESS, window_s=window_s,
+                   code="verifications_per_address", what=what)
 
 
 def safe_next(request, url: str | None) -> str:

@@ -13,7 +13,7 @@ class AlertSettingsAdmin(admin.ModelAdmin):
 
 @admin.register(AlertEvent)
 class AlertEventAdmin(admin.ModelAdmin):
-    list_display = ["title", "kind", "site", "organization", "created_at", "emailed_at"]
+    list_display = ["title", "kind", "site", "organization", "created_at", "emailed_at", "email_error"]
     list_filter = ["kind", "organization"]
     search_fields = ["title", "dedupe_key", "site__hostname"]
     raw_id_fields = ["organization", "site", "audit"]

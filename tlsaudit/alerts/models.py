@@ -42,7 +42,10 @@ class AlertEvent(models.Model):
     title = models.CharField(max_length=300)
     payload = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set once the event's email step is over: sent, nobody to send to, or given up (email_error says why).
     emailed_at = models.DateTimeField(null=True, blank=True)
+    # Why the last attempt to email it failed; empty once it went out. With emailed_at unset, it is retried.
+    email_error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at"]

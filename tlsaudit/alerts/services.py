@@ -4,23 +4,25 @@ recipients and queue one webhook delivery per active webhook. Called by the Cele
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 from django.conf import settings
 from django.core import mail, signing
 from django.db import IntegrityError, transaction
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
 from tlsaudit.alerts import webhooks
 from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
 from tlsaudit.audits.models import Audit
+from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
 from tlsaudit.domain import alerts as rules
 
 EVALUATE_TASK = "workers.tasks.alerts.evaluate_audit"
 DELIVER_TASK = "workers.tasks.alerts.deliver_webhook"
 FINISHED = (Audit.Status.DONE, Audit.Status.FAILED)
+logger = logging.getLogger(__name__)
 
 
 def evaluate_on_commit(audit: Audit) -> None:
@@ -115,17 +117,36 @@ def check_expiries(now=None) -> list[AlertEvent]:
 # -- email ----------------------------------------------------------------------------------
 
 def email_pending(**filters) -> int:
-    """Email the events (matching `filters`) not emailed yet to their org's recipients.
-    Safe to run twice: an event is marked once its mail went out."""
+    """Email the events (matching `filters`) not emailed yet to their org's recipients; returns how many went out.
+    Safe to run twice: an event is marked once its mail went out.
+
+    An event whose mail cannot be built (a header that cannot be encoded) is marked with the reason
+    and skipped, so it never blocks the others. When the mail server refuses or does not answer,
+    the reason goes on the event and the error is raised: the task retries later, and the events
+    already marked are not sent twice."""
     pending = AlertEvent.objects.filter(emailed_at=None, **filters).select_related("site", "organization")
     sent = 0
     for event in pending:
         prefs = AlertSettings.objects.filter(organization_id=event.organization_id).first()
-        if prefs and prefs.recipients and prefs.wants(event.kind):
-            mail.get_connection().send_messages([alert_message(event, to) for to in prefs.recipients])
-            sent += 1
-        AlertEvent.objects.filter(pk=event.pk).update(emailed_at=timezone.now())
+        recipients = prefs.recipients if prefs and prefs.recipients and prefs.wants(event.kind) else []
+        try:
+            if recipients:
+                mail.get_connection().send_messages([alert_message(event, to) for to in recipients])
+                sent += 1
+        except SEND_ERRORS as exc:
+            logger.warning("alert event %s not emailed yet, will retry: %s", event.pk, failure_reason(exc))
+            mark_emailed(event, failure_reason(exc), done=False)
+            raise
+        except ValueError as exc:  # BadHeaderError, an address that cannot be encoded: retrying will not help
+            logger.error("alert event %s cannot be emailed: %s", event.pk, failure_reason(exc))
+            mark_emailed(event, failure_reason(exc))
+            continue
+        mark_emailed(event)
     return sent
+
+
+def mark_emailed(event: AlertEvent, error: str = "", done: bool = True) -> None:
+    AlertEvent.objects.filter(pk=event.pk).update(emailed_at=timezone.now() if done else None, email_error=error)
 
 
 UNSUBSCRIBE_SALT = "tlsaudit.alerts.unsubscribe"
@@ -152,17 +173,12 @@ def unsubscribe_link(org, address: str) -> str:
 def alert_message(event: AlertEvent, to: str) -> mail.EmailMultiAlternatives:
     preferences = settings.SITE_URL + reverse("alerts:settings", args=[event.organization.slug])
     unsubscribe = unsubscribe_link(event.organization, to)
-    context = {"event": event, "site": event.site, "org": event.organization, "site_url": settings.SITE_URL,
+    context = {"event": event, "site": event.site, "org": event.organization,
                "site_link": settings.SITE_URL + event.site.get_absolute_url(), "preferences_link": preferences,
                "unsubscribe_link": unsubscribe}
-    subject = render_to_string("emails/alert-subject.txt", context).strip()
-    message = mail.EmailMultiAlternatives(subject, render_to_string("emails/alert-body.txt", context),
-                                          settings.DEFAULT_FROM_EMAIL, [to],
-                                          # RFC 8058 one-click: mail clients POST to the signed link.
-                                          headers={"List-Unsubscribe": f"<{unsubscribe}>",
-                                                   "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
-    message.attach_alternative(render_to_string("emails/alert-body.html", context), "text/html")
-    return message
+    # RFC 8058 one-click: mail clients POST to the signed link.
+    return templated_message("alert", to, context, headers={"List-Unsubscribe": f"<{unsubscribe}>",
+                                                            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"})
 
 
 # -- webhooks -------------------------------------------------------------------------------

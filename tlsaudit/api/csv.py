@@ -1,15 +1,15 @@
 """CSV for every list (`?format=csv` or `Accept: text/csv`): all matching rows, streamed.
 
 A CSV export is for spreadsheets, so it is not paginated; nested objects become dotted columns
-and lists are joined with "; ". API_CSV_MAX_ROWS bounds one export.
+and lists are joined with "; ". API_CSV_MAX_ROWS bounds one export. The writing itself (formula
+neutralisation included) is the product's one CSV writer, tlsaudit/core/csvexport.py.
 """
-
-import csv
-import io
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
+
+from tlsaudit.core.csvexport import csv_text, stream_records
 
 
 class CSVRenderer(BaseRenderer):
@@ -22,11 +22,7 @@ class CSVRenderer(BaseRenderer):
         rows = data if isinstance(data, list) else [data]
         flat = [flatten(row) for row in rows]
         columns = list(dict.fromkeys(name for row in flat for name in row))
-        out = io.StringIO()
-        writer = csv.DictWriter(out, columns)
-        writer.writeheader()
-        writer.writerows(flat)
-        return out.getvalue().encode()
+        return csv_text(columns, ([row.get(name, "") for name in columns] for row in flat)).encode()
 
 
 def wants_csv(request) -> bool:
@@ -50,39 +46,9 @@ def cell(value) -> str:
         return ""
     if isinstance(value, dict):
         return " ".join(f"{k}={cell(v)}" for k, v in value.items())
-    text = str(value)
-    # Spreadsheets run cells starting with these as formulas (CSV injection).
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not is_number(text) else text
-
-
-def is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-class Echo:
-    def write(self, value):
-        return value
+    return str(value)
 
 
 def stream_csv(serialize_rows, filename: str) -> StreamingHttpResponse:
-    """`serialize_rows` yields dicts; columns come from the first row."""
-
-    def lines():
-        writer, columns = None, None
-        for count, row in enumerate(serialize_rows()):
-            if count >= settings.API_CSV_MAX_ROWS:
-                break
-            flat = flatten(row)
-            if writer is None:
-                columns = list(flat)
-                writer = csv.DictWriter(Echo(), columns, extrasaction="ignore")
-                yield writer.writeheader()
-            yield writer.writerow(flat)
-
-    response = StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    """`serialize_rows()` yields the serialized objects; columns come from the first one."""
+    return stream_records((flatten(row) for row in serialize_rows()), filename, settings.API_CSV_MAX_ROWS)

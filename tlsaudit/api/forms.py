@@ -1,12 +1,14 @@
 from django import forms
 
 from tlsaudit.api.models import ApiKey
+from tlsaudit.core.validators import no_control_characters
 
 MAX_ACTIVE_KEYS = 50
 
 
 class ApiKeyForm(forms.Form):
-    name = forms.CharField(max_length=80, help_text="What uses it, e.g. “agency CRM sync”.")
+    name = forms.CharField(max_length=80, validators=[no_control_characters],
+                           help_text="What uses it, e.g. “agency CRM sync”.")
     scope = forms.ChoiceField(choices=ApiKey.Scope.choices, initial=ApiKey.Scope.READ_ONLY,
                               help_text="Read-only keys can list and fetch; read-write keys can also add sites "
                                         "and start audits, tests and reports.")

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 
 from tlsaudit.api import keys
+from tlsaudit.core.validators import no_control_characters
 
 
 class ApiKey(models.Model):
@@ -12,7 +13,7 @@ class ApiKey(models.Model):
         READ_ONLY = keys.READ_ONLY, "Read-only"
 
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="api_keys")
-    name = models.CharField(max_length=80)
+    name = models.CharField(max_length=80, validators=[no_control_characters])
     scope = models.CharField(max_length=2, choices=Scope.choices, default=Scope.READ_ONLY)
     lookup = models.CharField(max_length=10, unique=True)
     digest = models.CharField(max_length=64)

@@ -1,3 +1,4 @@
+import hmac
 import time
 
 from django.conf import settings
@@ -9,6 +10,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from tlsaudit.core import auditlog
+from tlsaudit.core.unavailable import DATABASE_DOWN
 from tlsaudit.orgs.access import org_for, orgs_of
 
 AUDIT_LOG_PAGE_SIZE = 50
@@ -26,14 +28,39 @@ def home(request):
 
 
 def healthz(request):
-    """Database, broker and worker status as JSON; 503 when the database or broker is down."""
+    """Status as JSON; 503 when the database or broker is down. Anonymous callers (load balancers,
+    docker's healthcheck) get only the status: the checks' details name the database engine, the
+    broker's URL and the workers' state, which help an attacker. A staff login or the
+    HEALTHZ_TOKEN (`Authorization: Bearer …`) sees them."""
     database = _check_database()
     # Heartbeats live in the database: with it down, say so rather than fail the whole answer.
     worker = _check_worker() if database["ok"] else {"ok": False, "detail": "unknown: the database is down"}
     checks = {"database": database, "broker": _check_broker(), "worker": worker}
     healthy = checks["database"]["ok"] and checks["broker"]["ok"]
     status = "ok" if healthy and checks["worker"]["ok"] else ("degraded" if healthy else "down")
-    return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)
+    body = {"status": status, "checks": checks} if may_see_health_details(request) else {"status": status}
+    response = JsonResponse(body, status=200 if healthy else 503)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def may_see_health_details(request) -> bool:
+    return has_health_token(request) or is_staff(request)
+
+
+def has_health_token(request) -> bool:
+    expected = settings.HEALTHZ_TOKEN
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    # compare_digest: the time taken does not tell how much of a guess was right.
+    return bool(expected) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(),
+                                                                                  expected.encode())
+
+
+def is_staff(request) -> bool:
+    try:
+        return request.user.is_authenticated and request.user.is_staff
+    except DATABASE_DOWN:
+        return False  # the session cannot be read while the database is down: answer as to anyone
 
 
 def _timed(fn):

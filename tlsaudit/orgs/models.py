@@ -5,13 +5,14 @@ from django.db import models
 from django.utils import timezone
 from django.utils.text import slugify
 
+from tlsaudit.core.validators import no_control_characters
 from tlsaudit.domain import roles
 
 
 class Organization(models.Model):
     """An agency or a company. Every site belongs to exactly one."""
 
-    name = models.CharField(max_length=120)
+    name = models.CharField(max_length=120, validators=[no_control_characters])
     slug = models.SlugField(max_length=60, unique=True)
     custom_ca_pem = models.TextField(
         blank=True, help_text="PEM CA certificate(s) to trust in addition to the public stores (internal PKI).")

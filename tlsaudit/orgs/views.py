@@ -1,16 +1,15 @@
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from tlsaudit.accounts.emails import send_templated
+from tlsaudit.core import ratelimits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
+from tlsaudit.orgs import invitations
 from tlsaudit.orgs.access import org_for, remember_org
 from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
 from tlsaudit.orgs.models import Invitation, Membership, Organization
@@ -67,16 +66,32 @@ def invite(request, org):
     org = org_for(request, org, "manage_members")
     form = InviteForm(request.POST, org=org, actor_role=org.role)
     if not form.is_valid():
-        context = _members_context(request, org, invite_form=form, settings_form=OrganizationSettingsForm(instance=org))
-        return render(request, "orgs/settings.html", context, status=400)
-    invitation = Invitation.objects.create(organization=org, email=form.cleaned_data["email"],
-                                           role=form.cleaned_data["role"], invited_by=request.user)
+        return invite_refused(request, org, form, status=400)
+    email, role = form.cleaned_data["email"], form.cleaned_data["role"]
+    try:
+        invitation = invitations.invite(org, request.user, email, role)
+    except invitations.UnverifiedInviter as refusal:
+        return invite_refused(request, org, form, str(refusal), status=403)
+    except ratelimits.RateLimited as refusal:
+        response = invite_refused(request, org, form, refusal.message, status=429)
+        response["Retry-After"] = str(refusal.retry_after)
+        return response
+    except invitations.MailNotSent:
+        return invite_refused(request, org, form, "The invitation email could not be sent (the mail server refused "
+                                                  "it or did not answer), so nothing was saved. Try again later.",
+                              status=502)
     record("member.invited", org=org, target=invitation.email, request=request, role=invitation.role)
-    link = settings.SITE_URL + reverse("orgs:accept", args=[invitation.token])
-    send_templated("invitation", invitation.email, {"invitation": invitation, "org": org, "link": link,
-                                                     "inviter": request.user})
+    # The same words whether or not the recipient limit held the email back (see orgs/invitations.py).
     messages.success(request, f"Invitation sent to {invitation.email}.")
     return redirect("orgs:settings", org.slug)
+
+
+def invite_refused(request, org, form, error: str = "", status: int = 400):
+    """The settings page again, with what was typed and why it was not sent."""
+    if error:
+        form.add_error(None, error)
+    context = _members_context(request, org, invite_form=form, settings_form=OrganizationSettingsForm(instance=org))
+    return render(request, "orgs/settings.html", context, status=status)
 
 
 @login_required

@@ -8,28 +8,30 @@ Flow (the beat entry "send due report digests" runs daily, see migrations/0002_d
    recipient), then on commit queue the same render task the UI uses, with the deliveries linked.
 2. The render task (browser queue, where Chromium lives) stores the PDF on the Report row.
 3. deliver(): one email per recipient with the PDF attached. An SMTP failure marks the delivery
-   failed with its error and raises so the Celery task retries with backoff; the Report row and its
-   file are kept whatever happens to the email.
+   failed with its error and raises so the Celery task retries with backoff; a message that cannot
+   be built (a header that cannot be encoded) is marked failed with the reason and logged, not
+   retried. The Report row and its file are kept whatever happens to the email.
 Nothing here imports Playwright or the engines.
 """
 
 from __future__ import annotations
 
-import smtplib
+import logging
 from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core import mail
 from django.db import transaction
-from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
 from tlsaudit.reports import services
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
 
 DELIVER_TASK = "workers.tasks.digests.deliver_digest"
-SMTP_ERRORS = (smtplib.SMTPException, OSError)
+SMTP_ERRORS = SEND_ERRORS
+logger = logging.getLogger(__name__)
 
 
 class ReportNotReady(Exception):
@@ -114,8 +116,13 @@ def deliver(delivery_id: int) -> str:
         try:
             message(row).send()
         except SMTP_ERRORS as exc:
-            row.status, row.error = DigestDelivery.Status.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+            row.status, row.error = DigestDelivery.Status.FAILED, failure_reason(exc)
             failure = exc
+        except ValueError as exc:  # the message cannot be built (a header, an address): a retry would fail the same
+            logger.error("digest delivery %s cannot be emailed: %s", row.pk, failure_reason(exc))
+            row.status, row.error = DigestDelivery.Status.FAILED, failure_reason(exc)
+            row.save(update_fields=["status", "error", "attempts", "updated_at"])
+            return "failed"
         else:
             row.status, row.error = DigestDelivery.Status.SENT, ""
         row.save(update_fields=["status", "error", "attempts", "updated_at"])
@@ -128,12 +135,8 @@ def message(row: DigestDelivery) -> mail.EmailMultiAlternatives:
     org, report = row.organization, row.report
     portfolio = settings.SITE_URL + reverse("monitoring:portfolio", args=[org.slug])
     weekly = "W" in row.period
-    context = {"org": org, "report": report, "period": row.period, "weekly": weekly,
-               "portfolio_link": portfolio, "site_url": settings.SITE_URL}
-    subject = render_to_string("emails/digest-subject.txt", context).strip()
-    email = mail.EmailMultiAlternatives(subject, render_to_string("emails/digest-body.txt", context),
-                                        settings.DEFAULT_FROM_EMAIL, [row.recipient])
-    email.attach_alternative(render_to_string("emails/digest-body.html", context), "text/html")
+    context = {"org": org, "report": report, "period": row.period, "weekly": weekly, "portfolio_link": portfolio}
+    email = templated_message("digest", row.recipient, context)
     with report.file.open("rb") as pdf:
         email.attach(report.filename, pdf.read(), "application/pdf")
     return email

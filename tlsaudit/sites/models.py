@@ -2,12 +2,13 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
+from tlsaudit.core.validators import no_control_characters
 from tlsaudit.domain.hostnames import display_hostname
 
 
 class Tag(models.Model):
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="tags")
-    name = models.CharField(max_length=40)
+    name = models.CharField(max_length=40, validators=[no_control_characters])
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["organization", "name"], name="unique_tag_per_org")]
@@ -26,7 +27,7 @@ class Site(models.Model):
     http_port = models.PositiveIntegerField(default=80)
     pinned_ip = models.GenericIPAddressField(
         null=True, blank=True, help_text="Connect to this address instead of resolving the host name.")
-    name = models.CharField(max_length=120, blank=True)
+    name = models.CharField(max_length=120, blank=True, validators=[no_control_characters])
     tags = models.ManyToManyField(Tag, blank=True, related_name="sites")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
