@@ -107,6 +107,9 @@ NAT64 = [   # 64:ff9b::/96 judged by the IPv4 address; local-use 64:ff9b:1::/48 
     ("64:ff9b:1:7f00:0:100::", ("local-use NAT64", "64:ff9b:1::/48")),       # /48 place of 127.0.0.1
     ("64:ff9b:1:a00:0:100::", ("local-use NAT64", "64:ff9b:1::/48")),        # /48 place of 10.0.0.1
     ("64:ff9b:1:0:a9:fea9:fe00:0", ("local-use NAT64", "64:ff9b:1::/48")),   # /64 place of 169.254.169.254
+    ("64:ff9b:1:a00:0:100:808:808", ("local-use NAT64", "64:ff9b:1::/48")),  # /48 place of 10.0.0.1, 8.8.8.8 at /96
+    ("64:ff9b:1:0:a:0:100:808", ("local-use NAT64", "64:ff9b:1::/48")),      # /64 place of 10.0.0.1, 1.0.8.8 at /96
+    ("64:ff9b::1:a00:1", ("64:ff9b::1:a00:1", "outside 2000::/3")),          # beside the /96, not in it
 ]
 
 IPV4_COMPATIBLE = [   # ::/96, deprecated
