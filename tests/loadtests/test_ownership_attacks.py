@@ -156,6 +156,9 @@ def redirect_cases(site, file_path: str, other_port: int) -> dict:
         "the site as user info": (f"http://localhost:{port}@evil.example/ok", "another host"),
         "scheme-relative": ("//evil.example/ok", "another host"),
         "a backslash": ("/\\evil.example/ok", "not a plain URL"),
+        "a broken IPv6 literal": ("http://[::1/ok", "not a plain URL"),
+        "a port out of range": (f"http://localhost:{port + 65536}/ok", "not a plain URL"),
+        "a space": (f"/ok {file_path}", "not a plain URL"),
         "file:": ("file:///etc/passwd", "http or https"),
         "javascript:": ("javascript:alert(1)", "http or https"),
     }

@@ -18,7 +18,7 @@ import http.client
 import socket
 import ssl
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 from django.utils import timezone
@@ -126,25 +126,22 @@ def next_url(site, current: str, location: str) -> str:
     if not location or not all("!" <= c <= "~" and c != "\\" for c in location):   # printable ASCII, no "\\"
         raise FetchError(f"redirects to {ownership.excerpt(location)}, which is not a plain URL.")
     shown = location[:200]
-    target = urlsplit(urljoin(current, location))
+    try:   # a broken IPv6 literal or port raises ValueError, here or on .port
+        target = urlsplit(urljoin(current, location))
+        port = target.port or default_port(target.scheme)
+    except ValueError:
+        raise FetchError(f"redirects to {ownership.excerpt(location)}, which is not a plain URL.") from None
     if target.scheme not in ("http", "https"):
         raise FetchError(f"redirects to {shown}: only http or https redirects are followed.")
     if (target.hostname or "").rstrip(".") != site.hostname.lower():
         raise FetchError(f"redirects to {shown}, another host: the file must be served by the "
                          "site itself (redirects are followed only within the same host).")
-    if redirect_port(target) != {"http": site.http_port, "https": site.https_port}[target.scheme]:
+    if port != {"http": site.http_port, "https": site.https_port}[target.scheme]:
         raise FetchError(f"redirects to {shown}, another port: redirects are followed only to "
                          f"the site's HTTP port {site.http_port} or HTTPS port {site.https_port}.")
     if target.username is not None or target.password is not None:
         raise FetchError(f"redirects to {shown}, a URL with a user name: not followed.")
     return target.geturl()
-
-
-def redirect_port(target: SplitResult) -> int | None:
-    try:
-        return target.port or default_port(target.scheme)
-    except ValueError:
-        return None
 
 
 def default_port(scheme: str) -> int:
