@@ -82,7 +82,7 @@ def test_a_bad_webhook_url_is_a_form_error(login, alice, org_a, url, error):
     ("https://localhost/hook", "localhost points to 127.0.0.1, a loopback address (this machine): "
                                "webhooks only go to public addresses."),
     ("https://10.1.2.3/hook", "10.1.2.3 is a private address (RFC 1918): webhooks only go to public addresses."),
-    ("https://[::ffff:169.254.169.254]/", "::ffff:a9fe:a9fe is an IPv6 form of 169.254.169.254, which is the cloud "
+    ("https://[::ffff:169.254.169.254]/", "::ffff:a9fe:a9fe is an IPv6 form of 169.254.169.254 (IPv4-mapped), which is the cloud "
                                           "metadata address 169.254.169.254: webhooks only go to public addresses."),
 ])
 def test_a_private_webhook_address_is_refused_in_production(login, alice, org_a, settings, url, error):

@@ -22,8 +22,7 @@ def verified_lab_site(org_a, tls_lab):
     site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
                                http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab shop")
     verification = verification_for(site)
-    verification.method, verification.verified_at = "http", timezone.now()
-    verification.last_checked_at = timezone.now()
+    verification.record_pass("http", timezone.now())
     verification.save()
     return site
 

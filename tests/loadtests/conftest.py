@@ -5,6 +5,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -26,8 +27,7 @@ def verify(site, method="http"):
     from tlsaudit.loadtests.verification import verification_for
 
     verification = verification_for(site)
-    verification.method = method
-    verification.verified_at = verification.last_checked_at = timezone.now()
+    verification.record_pass(method, timezone.now())
     verification.save()
     return verification
 
@@ -56,11 +56,28 @@ def wait_finished(run, timeout=60.0):
 
 # --- a tiny HTTP server: path -> (status, headers, body) ------------------------------------
 
+@dataclass(frozen=True)
+class Request:
+    path: str           # as sent, query included
+    headers: dict
+    raw: bytes          # request line and headers, as received
+
+
 @contextmanager
-def http_server(routes: dict):
+def http_server(routes: dict, fallback=None, requests: list | None = None):
+    """Answers GET path (query ignored) from `routes`; other paths from `fallback(request)` if given
+    (a soft-404, an echo), else 404. Every request lands in `requests` when a list is given."""
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
-            status, headers, body = routes.get(self.path.split("?")[0], (404, {}, b"not found"))
+            request = Request(self.path, dict(self.headers.items()),
+                              f"{self.requestline}\r\n".encode() + bytes(self.headers))
+            if requests is not None:
+                requests.append(request)
+            answer = routes.get(self.path.split("?")[0])
+            if answer is None:
+                answer = fallback(request) if fallback else (404, {}, b"not found")
+            status, headers, body = answer
+            body = body.encode() if isinstance(body, str) else body
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
@@ -81,11 +98,12 @@ def http_server(routes: dict):
         server.server_close()
 
 
-# --- a tiny DNS server: name -> TXT strings, NXDOMAIN otherwise -----------------------------
+# --- a tiny DNS server: name -> TXT records, NXDOMAIN otherwise ------------------------------
 
 @contextmanager
-def dns_server(records: dict[str, list[str]]):
-    """Answers TXT queries over UDP on 127.0.0.1 with dnspython's own wire format."""
+def dns_server(records: dict[str, list]):
+    """Answers TXT queries over UDP on 127.0.0.1 with dnspython's own wire format. A record is a
+    string, or a tuple of strings (one TXT record split into several character-strings)."""
     import dns.flags
     import dns.message
     import dns.rcode
@@ -114,7 +132,8 @@ def dns_server(records: dict[str, list[str]]):
             if name not in records:
                 response.set_rcode(dns.rcode.NXDOMAIN)
             elif question.rdtype == dns.rdatatype.TXT and records[name]:
-                quoted = [f'"{value}"' for value in records[name]]
+                quoted = [" ".join(f'"{part}"' for part in ((value,) if isinstance(value, str) else value))
+                          for value in records[name]]
                 response.answer.append(dns.rrset.from_text(question.name, 60, dns.rdataclass.IN,
                                                            dns.rdatatype.TXT, *quoted))
             sock.sendto(response.to_wire(), peer)

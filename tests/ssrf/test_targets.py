@@ -1,6 +1,7 @@
-"""31 tricky targets, refused in production mode where a site is typed (the site form, which the API
-reuses), where a target is resolved (the engines' resolve_target), and where work is queued for a
-site that slipped past the form (a bulk import skips the DNS check; an admin may pin any IP)."""
+"""Every tricky target of conftest.py (counted, door by door, in test_spellings.py), refused in
+production mode where a site is typed (the site form, which the API reuses), where a target is
+resolved (the engines' resolve_target), and where work is queued for a site that slipped past the
+form (a bulk import skips the DNS check; an admin may pin any IP)."""
 
 from __future__ import annotations
 

@@ -62,14 +62,15 @@ def check_url(url: str) -> Target:
     allowed = ("https", "http") if settings.DEV_MODE else ("https",)
     if parts.scheme not in allowed:
         raise UnsafeURL("Use an https:// URL." if parts.scheme == "http" else "Enter an https:// URL.")
-    if not parts.hostname or parts.username or parts.password:
+    host = (parts.hostname or "").rstrip(".")    # "localhost." and "127.0.0.1." are judged as what they name
+    if not host or parts.username or parts.password:
         raise UnsafeURL("Enter a URL with a host name and no user name or password.")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise UnsafeURL("The port is not a number between 1 and 65535.") from None
-    ip = resolve_checked(parts.hostname, port)
-    return Target(parts.scheme, parts.hostname, port, ip, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
+    ip = resolve_checked(host, port)
+    return Target(parts.scheme, host, port, ip, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
 
 
 def resolve_checked(host: str, port: int) -> str:

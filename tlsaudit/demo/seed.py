@@ -398,7 +398,9 @@ class Writer:
             if not (plan.perf_runs or plan.probes):
                 continue
             verified = min([at for _, at in plan.perf_runs] + plan.probes) - timedelta(days=2)
-            proofs.append(SiteVerification(site=site, method="http", verified_at=verified, last_checked_at=verified))
+            proof = SiteVerification(site=site)
+            proof.record_pass("http", verified)
+            proofs.append(proof)
             for kind, at in plan.perf_runs:
                 runs.append(PerfRun(site=site, organization=org, requested_by=org.owner,
                                     **self.perf_run(kind, plan, at)))

@@ -7,9 +7,9 @@ from tlsaudit.loadtests.models import LoadLimits, PerfRun, SiteVerification
 class SiteVerificationAdmin(admin.ModelAdmin):
     list_display = ["site", "method", "verified_at", "last_checked_at"]
     list_filter = ["method"]
-    search_fields = ["site__hostname", "token", "last_error"]
+    search_fields = ["site__hostname", "public_id", "last_error"]
     raw_id_fields = ["site"]
-    readonly_fields = ["token", "created_at"]
+    readonly_fields = ["public_id", "secret", "proved_for", "created_at"]
 
 
 @admin.register(LoadLimits)

@@ -9,22 +9,43 @@ from django.db import models
 from django.urls import reverse
 from django.utils import timezone
 
+from tlsaudit.domain import ownership
 
-def new_token() -> str:
+
+def new_secret() -> str:
     return secrets.token_hex(16)
 
 
+new_token = new_secret     # the name migration 0001 imports
+
+
+def new_public_id() -> str:
+    return secrets.token_hex(8)
+
+
+def proof_subject(site) -> str:
+    """Where a run's traffic goes: host name, both ports and the pinned IP. A proof covers the subject
+    it was made for; changing any part of it withdraws the proof."""
+    return f"{site.hostname.lower()} http:{site.http_port} https:{site.https_port} ip:{site.pinned_ip or '-'}"
+
+
 class SiteVerification(models.Model):
-    """Proof that the site's owner asked for load: a file on the site or a DNS TXT record."""
+    """Proof that the site's owner asked for load: a file on the site or a DNS TXT record.
+
+    The file's URL names `public_id`; what the file (or the record) must hold is the `secret`, which
+    therefore never travels in a request of ours (an echoing server cannot hand it back)."""
 
     class Method(models.TextChoices):
         HTTP = "http", "HTTP file"
         DNS = "dns", "DNS TXT record"
 
     site = models.OneToOneField("sites.Site", on_delete=models.CASCADE, related_name="verification")
-    token = models.CharField(max_length=64, default=new_token, editable=False)
+    public_id = models.CharField(max_length=32, unique=True, default=new_public_id, editable=False)
+    secret = models.CharField(max_length=64, default=new_secret, editable=False)
     method = models.CharField(max_length=4, choices=Method.choices, blank=True)
     verified_at = models.DateTimeField(null=True, blank=True)
+    proved_for = models.CharField(max_length=400, blank=True, default="",
+                                  help_text="proof_subject(site) when it was proven")
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -34,7 +55,12 @@ class SiteVerification(models.Model):
 
     @property
     def is_verified(self) -> bool:
-        return self.verified_at is not None
+        return self.verified_at is not None and self.proved_for == proof_subject(self.site)
+
+    @property
+    def site_changed(self) -> bool:
+        """Proven, but for another host name, port or pinned IP than the site has now."""
+        return self.verified_at is not None and self.proved_for != proof_subject(self.site)
 
     @property
     def is_stale(self) -> bool:
@@ -42,13 +68,24 @@ class SiteVerification(models.Model):
         max_age = timedelta(days=settings.VERIFICATION_MAX_AGE_DAYS)
         return self.is_verified and (self.last_checked_at or self.verified_at) < timezone.now() - max_age
 
+    def record_pass(self, method: str, at) -> None:
+        self.method, self.verified_at, self.last_checked_at = method, at, at
+        self.proved_for, self.last_error = proof_subject(self.site), ""
+
+    def record_failure(self, message: str, at) -> None:
+        self.verified_at, self.proved_for, self.last_checked_at, self.last_error = None, "", at, message
+
     @property
     def file_name(self) -> str:
-        return f"tlsaudit-{self.token}.txt"
+        return f"tlsaudit-{self.public_id}.txt"
 
     @property
     def file_path(self) -> str:
         return f"/.well-known/{self.file_name}"
+
+    @property
+    def file_content(self) -> str:
+        return ownership.proof_value(self.secret)
 
     @property
     def txt_name(self) -> str:
@@ -56,7 +93,7 @@ class SiteVerification(models.Model):
 
     @property
     def txt_value(self) -> str:
-        return f"tlsaudit-verification={self.token}"
+        return ownership.proof_value(self.secret)
 
 
 class LoadLimits(models.Model):

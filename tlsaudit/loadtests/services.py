@@ -152,10 +152,23 @@ def ensure_verified(site) -> None:
         if not verification.is_verified:
             raise RunRefused("unverified", f"{site.label}'s ownership proof expired and the re-check failed: "
                                            f"{verification.last_error}")
-    if not verification.is_verified:
-        raise RunRefused("unverified", f"{site.label} is not verified: load tests and handshake runs only go to sites "
-                                       "whose owner proved control. Serve the verification file or add the DNS "
-                                       "TXT record, then press \"Check now\" on the verification page.")
+    reason = unverified_reason(site, verification)
+    if reason:
+        raise RunRefused("unverified", reason)
+
+
+def unverified_reason(site, verification=None) -> str | None:
+    """Why no run may go to `site` as it is now (None: its proof holds); no network, so the worker can
+    ask again when it takes the run (the site may have been edited while the run was queued)."""
+    verification = verification or proofs.verification_for(site)
+    if verification.is_verified:
+        return None
+    if verification.site_changed:
+        return (f"{site.label} changed since its owner proved control (host name, ports or pinned IP): the proof "
+                "covered the old address. Check it again on the verification page.")
+    return (f"{site.label} is not verified: load tests and handshake runs only go to sites whose owner proved "
+            "control. Serve the verification file or add the DNS TXT record, then press \"Check now\" on the "
+            "verification page.")
 
 
 def queue_run(site, kind: str, raw_params: dict, *, user=None) -> PerfRun:

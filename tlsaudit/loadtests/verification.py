@@ -1,11 +1,14 @@
 """Proof of control before we send load: a file on the site or a DNS TXT record.
 
-HTTP file: `http(s)://<host>/.well-known/tlsaudit-<token>.txt` whose body contains the token,
-fetched from the address the load would go to (the pinned IP, or the SSRF-checked resolution),
-HTTP first then HTTPS, short timeouts, at most 4 KB, redirects only within the same host.
-DNS: a TXT record `_tlsaudit.<host>` containing `tlsaudit-verification=<token>`, asked of
-settings.DNS_RESOLVER (or the system's resolver).
+HTTP file: `http(s)://<host>/.well-known/tlsaudit-<public id>.txt`, whose lines must all be
+verification lines, one of them exactly `tlsaudit-verification=<secret>` (tlsaudit.domain.ownership);
+fetched from the address the load would go to (the pinned IP, or the SSRF-checked resolution), HTTP
+first then HTTPS, short timeouts, at most 4 KB. Redirects are followed only to the same host name, on
+the port of the scheme they name, without user info. The secret is in no request we send.
+DNS: a TXT record `_tlsaudit.<host>` equal to the same line, asked of settings.DNS_RESOLVER (or the
+system's resolver); not for a site pinned to an IP (the record proves the name, not that address).
 
+A proof covers the host name, ports and pinned IP it was made for (models.proof_subject).
 Checks return a `CheckResult`; `check_now` saves the outcome on the SiteVerification row.
 """
 
@@ -15,11 +18,12 @@ import http.client
 import socket
 import ssl
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 from django.conf import settings
 from django.utils import timezone
 
+from tlsaudit.domain import ownership
 from tlsaudit.loadtests.models import SiteVerification
 
 HTTP_TIMEOUT_S = 5.0
@@ -52,16 +56,11 @@ def check_now(site, method: str | None = None) -> SiteVerification:
     methods = [method] if method else [SiteVerification.Method.HTTP, SiteVerification.Method.DNS]
     results = [CHECKS[m](site, verification) for m in methods]
     passed = next((r for r in results if r.ok), None)
-    now = timezone.now()
-    verification.last_checked_at = now
     if passed:
-        verification.method = passed.method
-        verification.verified_at = now
-        verification.last_error = ""
+        verification.record_pass(passed.method, timezone.now())
     else:
-        verification.verified_at = None
-        verification.last_error = " ".join(r.message for r in results)
-    verification.save(update_fields=["method", "verified_at", "last_checked_at", "last_error"])
+        verification.record_failure(" ".join(r.message for r in results), timezone.now())
+    verification.save(update_fields=["method", "verified_at", "proved_for", "last_checked_at", "last_error"])
     return verification
 
 
@@ -80,9 +79,10 @@ def check_http_file(site, verification: SiteVerification) -> CheckResult:
         except FetchError as exc:
             problems.append(f"{url}: {exc}")
             continue
-        if verification.token in body:
-            return CheckResult(True, "http", f"Found the token at {url}.")
-        problems.append(f"{url} answered, but its content does not contain the token {verification.token}.")
+        verdict = ownership.judge_file(body, verification.file_content)
+        if verdict.ok:
+            return CheckResult(True, "http", f"Found the verification line at {url}.")
+        problems.append(f"{url} answered, but {verdict.why}")
     return CheckResult(False, "http", "HTTP file: " + " ".join(problems))
 
 
@@ -103,39 +103,55 @@ def host_port(host: str, port: int, scheme: str) -> str:
     return host if port == default else f"{host}:{port}"
 
 
-def fetch(site, ip: str, url: str) -> str:
-    """GET url from `ip`, following at most MAX_REDIRECTS redirects that stay on the site's host
-    and ports; the body as text (at most MAX_BODY_BYTES), or FetchError saying why not."""
-    allowed_ports = {site.http_port, site.https_port}
+def fetch(site, ip: str, url: str) -> bytes:
+    """GET url from `ip`, following at most MAX_REDIRECTS redirects that stay on the site (see
+    `next_url`); the body (at most MAX_BODY_BYTES), or FetchError saying why not."""
     for _ in range(MAX_REDIRECTS + 1):
         parts = urlsplit(url)
+        target = parts.path + (f"?{parts.query}" if parts.query else "")
         status, location, body = get_once(parts.scheme, site.hostname, ip, parts.port or default_port(parts.scheme),
-                                          parts.path)
+                                          target)
         if status in (301, 302, 303, 307, 308):
-            target = urlsplit(location or "")
-            next_url = location if target.scheme else f"{parts.scheme}://{parts.netloc}{location}"
-            target = urlsplit(next_url)
-            port = target.port or default_port(target.scheme)
-            if (target.hostname or "").lower() != site.hostname.lower() or port not in allowed_ports \
-                    or target.scheme not in ("http", "https"):
-                raise FetchError(f"redirects to {location}, another host: the file must be served by the site "
-                                 "itself (redirects are followed only within the same host).")
-            url = next_url
+            url = next_url(site, url, location)
             continue
         if status != 200:
-            raise FetchError(f"answered HTTP {status} (expected 200 with the token).")
+            raise FetchError(f"answered HTTP {status} (expected 200 with the verification line).")
         return body
     raise FetchError(f"more than {MAX_REDIRECTS} redirects.")
+
+
+def next_url(site, current: str, location: str) -> str:
+    """Where a redirect from `current` leads, if it stays on the site: the same host name, http on the
+    site's HTTP port or https on its HTTPS port, no user info; FetchError (with the reason) otherwise."""
+    if not location or not all("!" <= c <= "~" and c != "\\" for c in location):   # printable ASCII, no "\\"
+        raise FetchError(f"redirects to {ownership.excerpt(location)}, which is not a plain URL.")
+    shown = location[:200]
+    try:   # a broken IPv6 literal or port raises ValueError, here or on .port
+        target = urlsplit(urljoin(current, location))
+        port = target.port or default_port(target.scheme)
+    except ValueError:
+        raise FetchError(f"redirects to {ownership.excerpt(location)}, which is not a plain URL.") from None
+    if target.scheme not in ("http", "https"):
+        raise FetchError(f"redirects to {shown}: only http or https redirects are followed.")
+    if (target.hostname or "").rstrip(".") != site.hostname.lower():
+        raise FetchError(f"redirects to {shown}, another host: the file must be served by the "
+                         "site itself (redirects are followed only within the same host).")
+    if port != {"http": site.http_port, "https": site.https_port}[target.scheme]:
+        raise FetchError(f"redirects to {shown}, another port: redirects are followed only to "
+                         f"the site's HTTP port {site.http_port} or HTTPS port {site.https_port}.")
+    if target.username is not None or target.password is not None:
+        raise FetchError(f"redirects to {shown}, a URL with a user name: not followed.")
+    return target.geturl()
 
 
 def default_port(scheme: str) -> int:
     return 443 if scheme == "https" else 80
 
 
-def get_once(scheme: str, host: str, ip: str, port: int, path: str) -> tuple[int, str, str]:
+def get_once(scheme: str, host: str, ip: str, port: int, target: str) -> tuple[int, str, bytes]:
     connection = PinnedConnection(scheme, host, ip, port)
     try:
-        connection.request("GET", path or "/", headers={
+        connection.request("GET", target or "/", headers={
             "Host": host_port(host, port, scheme), "User-Agent": "TLS-Audit-verification/1", "Accept": "text/plain"})
         response = connection.getresponse()
         length = response.getheader("Content-Length")
@@ -143,8 +159,8 @@ def get_once(scheme: str, host: str, ip: str, port: int, path: str) -> tuple[int
             raise FetchError(f"the file is {int(length)} bytes; it must be at most {MAX_BODY_BYTES} bytes.")
         body = response.read(MAX_BODY_BYTES + 1)
         if len(body) > MAX_BODY_BYTES:
-            raise FetchError(f"the file is larger than {MAX_BODY_BYTES} bytes; it must contain only the token.")
-        return response.status, response.getheader("Location", ""), body.decode("utf-8", "replace")
+            raise FetchError(f"the file is larger than {MAX_BODY_BYTES} bytes; it must hold only verification lines.")
+        return response.status, response.getheader("Location", ""), body
     except socket.timeout:
         raise FetchError(f"no answer within {HTTP_TIMEOUT_S:g} s.") from None
     except ConnectionRefusedError:
@@ -180,6 +196,9 @@ def check_dns_txt(site, verification: SiteVerification) -> CheckResult:
     import dns.exception
     import dns.resolver
 
+    if site.pinned_ip:
+        return CheckResult(False, "dns", f"DNS: {site.display_hostname} is pinned to {site.pinned_ip}: a DNS record "
+                                         "proves control of the name, not of that address; serve the file instead.")
     name = verification.txt_name
     try:
         answer = dns_resolver().resolve(name, "TXT", lifetime=DNS_TIMEOUT_S)
@@ -191,11 +210,10 @@ def check_dns_txt(site, verification: SiteVerification) -> CheckResult:
         return CheckResult(False, "dns", f"DNS: no answer for {name} within {DNS_TIMEOUT_S:g} s.")
     except dns.exception.DNSException as exc:
         return CheckResult(False, "dns", f"DNS: the lookup of {name} failed ({exc}).")
-    values = [b"".join(record.strings).decode("utf-8", "replace") for record in answer]
-    if any(verification.txt_value in value for value in values):
+    verdict = ownership.judge_txt([record.strings for record in answer], verification.txt_value)
+    if verdict.ok:
         return CheckResult(True, "dns", f"Found {verification.txt_value} in the TXT record {name}.")
-    found = "; ".join(values)[:200]
-    return CheckResult(False, "dns", f"DNS: {name} has TXT \"{found}\" but not {verification.txt_value}.")
+    return CheckResult(False, "dns", f"DNS: {name}: {verdict.why}")
 
 
 def dns_resolver():

@@ -78,11 +78,11 @@ class AddressGuard:
         addresses = self.resolve(host, may_look_up)
         if addresses is None:
             return None
-        self._refuse_any(host.lower().strip("[]"), addresses)
+        self._refuse_any(normal_host(host), addresses)
         return addresses[0]
 
     def resolve(self, host: str, may_look_up: bool = True) -> list[str] | None:
-        host = host.lower().strip("[]")
+        host = normal_host(host)
         if host in self.ip_map:
             return [self.ip_map[host]]
         literal = parse_ip_literal(host)
@@ -103,6 +103,11 @@ class AddressGuard:
             if kind:
                 where = address if host == address else f"{host} resolves to {address}, which"
                 raise ProbeError(PRIVATE_TARGET, f"{where} is {kind}. {_PUBLIC_ONLY}")
+
+
+def normal_host(host: str) -> str:
+    """Lower case, no brackets, no trailing dot: "LOCALHOST." and "127.0.0.1." are what they name."""
+    return host.lower().strip("[]").rstrip(".")
 
 
 def lookup(host: str, timeout_s: float, resolver: tuple[str, int] | None = None) -> list[str]:

@@ -23,8 +23,8 @@ LOCK_MARGIN_SECONDS = 120
 
 @app.task(name="workers.tasks.load.start_run", bind=True, acks_late=True, max_retries=60)
 def start_run(self, run_id: int) -> str:
-    """1. load the queued run, 2. resolve and check the target, 3. lock its ip:port(s),
-    4. plan the steps, 5. claim the row atomically, 6. send the first step's agents."""
+    """1. load the queued run and check the site's proof still holds, 2. resolve and check the target,
+    3. lock its ip:port(s), 4. plan the steps, 5. claim the row atomically, 6. send the first step's agents."""
     from tlsaudit.loadtests import services
     from tlsaudit.loadtests.models import LoadLimits, PerfRun
     from workers.tls.errors import TargetError
@@ -34,6 +34,10 @@ def start_run(self, run_id: int) -> str:
     if run is None or run.status != PerfRun.Status.QUEUED:
         return "skipped"  # deleted with its site, stopped while queued, or another delivery ran it
     site = run.site
+    unverified = services.unverified_reason(site)   # edited while the run was queued?
+    if unverified:
+        services.fail(run, "unverified", f"{unverified} No load was sent.")
+        return "failed"
     try:
         target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
                                 allow_private=settings.ALLOW_PRIVATE_TARGETS, resolver=settings.DNS_RESOLVER)

@@ -37,7 +37,8 @@ CAP_FIELDS = {
     "cap_concurrency": {"load": "concurrency", "sweep": "levels", "handshakes": "agents_levels"},
     "cap_requests": {"load": "requests", "sweep": "requests", "handshakes": "per_agent"},
 }
-REFUSALS_DOC = ("Refusals: 409 `unverified` (prove control of the site first) or `busy` (one run per site at a "
+REFUSALS_DOC = ("Refusals: 409 `unverified` (prove control of the site first, on its verification page; a proof "
+                "covers the host name, ports and pinned IP it was made for) or `busy` (one run per site at a "
                 "time); 422 `cap_concurrency` / `cap_requests` naming the field over the organization's cap; 429 "
                 "`cap_runs_per_day` with `Retry-After` until a run of the last 24 hours ages out.")
 STATUS_PARAM = OpenApiParameter("status", str, enum=list(PerfRun.Status.values), description="Only runs in this state.")
