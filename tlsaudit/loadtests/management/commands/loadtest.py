@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from django.conf import settings
-from django.core.management.base import BaseCommand
-
+from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain.abstats import ab_report, ab_text
 from tlsaudit.domain.hostnames import AddressError, parse_address
 
@@ -32,7 +30,7 @@ AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requ
 DEFAULT_REQUESTS = 100
 
 
-class Command(BaseCommand):
+class Command(command_base()):
     help = "Load-test one URL like ApacheBench (ab): n requests over c connections, new or kept-alive."
     requires_system_checks = []
 
@@ -218,7 +216,7 @@ def pin_target(spec):
 
     try:
         target = resolve_target(spec.host, spec.port, pinned_ip=spec.ip,
-                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                                allow_private=setting("ALLOW_PRIVATE_TARGETS"))
     except TargetError as exc:
         return spec, exc
     return replace(spec, host=target.host, ip=target.ip), None
