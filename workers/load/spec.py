@@ -35,7 +35,7 @@ class LoadSpec:
     insecure: bool = True            # like ab: no certificate verification (timing, not trust, is measured)
     tls_version: str | None = None   # "1.2" | "1.3" to force one version
     ciphers: str | None = None       # OpenSSL cipher string for TLS <= 1.2
-    processes: int = 1               # engine-level parallelism on this host
+    processes: int = 1               # engine-level parallelism on this host; 0 = automatic (one per usable core)
 
     def to_dict(self) -> dict:
         return asdict(self)
