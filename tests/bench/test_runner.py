@@ -1,6 +1,7 @@
 """The `make bench` runner (bench/run.py) with real little scripts, and every bench script's bad arguments."""
 
 import importlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -110,3 +111,40 @@ def test_the_runner_lists_the_suite_without_running_it():
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert "throughput" in done.stdout and "Audit throughput" in done.stdout
+
+
+def run_runner(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "bench/run.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_one_invocation_writes_one_page_and_a_later_run_replaces_it_whole(tmp_path):
+    """Issue 15 item 6: no figure of an earlier run survives into the page of a later one."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("bench_alpha", "bench_beta"):
+        make_script(suite, name, '''
+            import os
+            recorder = Recorder("Self-test", args)
+            recorder.figure("value", float(os.environ.get("BENCH_SELFTEST_VALUE", "1")))
+            recorder.ratio("ours / reference", [1.0, 2.0, 3.0], [1.0, 1.0, 1.0], goal="<= 2x", met=lambda r: r <= 2)
+            recorder.write()
+        ''')
+    docs = tmp_path / "out" / "benchmarks.md"
+
+    first = run_runner("--suite", str(suite), "--docs", str(docs))
+    assert first.returncode == 0, first.stdout + first.stderr
+    page = docs.read_text()
+    assert page.count("| value | 1.00 |") == 2
+    assert "| 2.00x (1.00x – 3.00x, median of 3 pairs) | <= 2x | yes |" in page
+    saved = json.loads((tmp_path / "out" / "benchmarks" / "quick.json").read_text())
+    assert [s["name"] for s in saved["scripts"]] == ["bench_alpha", "bench_beta"] and "rerun" not in saved
+
+    only = run_runner("--suite", str(suite), "--only", "bench_beta", "--docs", str(docs))
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "bench_alpha" not in docs.read_text(), "a partial run's page holds that run only"
+
+
+def test_a_partial_run_never_writes_the_published_page():
+    done = run_runner("--only", "loadgen_vs_ab", "--docs", "docs/benchmarks.md")
+    assert done.returncode == 2 and "never writes docs/benchmarks.md" in done.stderr
