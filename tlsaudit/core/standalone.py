@@ -54,8 +54,9 @@ def run_standalone(argv: list[str]) -> None:
 
 
 def run_lean(argv: list[str]) -> None:
-    """Import the command with `command_base()` = LeanCommand and run it (LeanCommand configures
-    logging from the settings module, not Django's defaults: their admin-mail handler imports the views)."""
+    """Import the command with `command_base()` = LeanCommand and run it. Logging is left as Python
+    starts it: these commands print their results themselves and log nothing, warnings still reach
+    stderr through logging's last-resort handler, and logging.config costs ~5 ms (its socket server)."""
     global _lean
     _lean = True
     module = importlib.import_module(f"{STANDALONE_COMMANDS[argv[1]]}.management.commands.{argv[1]}")
@@ -147,8 +148,5 @@ class LeanCommand:
             os.environ["DJANGO_SETTINGS_MODULE"] = options["settings"]
         if options.get("pythonpath"):
             sys.path.insert(0, options["pythonpath"])
-        import logging.config
-
-        logging.config.dictConfig(setting("LOGGING"))
         args = options.pop("args", ())
         self.handle(*args, **options)

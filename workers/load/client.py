@@ -10,12 +10,9 @@ described in workers/load/engine.py. See /work/shared/loadgen-notes.md ยง1 and ย
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import queue as queue_module
 import socket
 import ssl
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -53,7 +50,7 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
     check_spec(spec)
     processes = min(spec.processes or automatic_processes(spec.concurrency), spec.concurrency)
     notes = []
-    if processes > 1 and multiprocessing.current_process().daemon:
+    if processes > 1 and is_daemonic():
         notes.append(DAEMONIC_NOTE.format(asked=processes))
         processes = 1
     if processes <= 1:
@@ -73,6 +70,12 @@ def automatic_processes(concurrency: int) -> int:
     host's other cores are the only way up; where it is not, the extra processes mostly sleep."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, concurrency // MIN_CONNECTIONS_PER_PROCESS))
+
+
+def is_daemonic() -> bool:
+    import multiprocessing  # only runs of several processes need it (~1 ms of every CLI start otherwise)
+
+    return multiprocessing.current_process().daemon
 
 
 def check_spec(spec: LoadSpec) -> None:
@@ -169,6 +172,8 @@ def run_in_processes(spec: LoadSpec, processes: int, cancel, on_progress) -> Loa
     2. They wait at a barrier so that all start together, then run in-process.
     3. Meanwhile poll `cancel` (relayed through an Event) and sum the children's progress.
     4. Merge their result dicts exactly."""
+    import multiprocessing
+
     context = multiprocessing.get_context(start_method())
     shares = zip(split_evenly(spec.requests, processes), split_evenly(spec.concurrency, processes))
     specs = [replace(spec, requests=n, concurrency=max(1, min(c, n)), processes=1) for n, c in shares]
@@ -198,12 +203,17 @@ def start_method() -> str:
     at the fork, and a forked child starts with the engine imported (~1 ms of CPU; a spawned child
     starts a new interpreter and imports it again, ~60 ms of CPU, as much as ab's whole 5,000-request
     new-connection run). Callers with threads (a Celery agent's monitor) get spawn."""
+    import multiprocessing
+    import threading
+
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
 
 
 def child_main(spec_dict, index, stop, barrier, progress, results) -> None:
+    import threading
+
     spec = LoadSpec.from_dict(spec_dict)
     try:
         barrier.wait(timeout=START_BARRIER_TIMEOUT_S)
@@ -217,6 +227,8 @@ def child_main(spec_dict, index, stop, barrier, progress, results) -> None:
 
 
 def collect_children(children, results, stop, progress, total, cancel, on_progress) -> list[dict]:
+    import queue as queue_module
+
     parts: dict[int, dict] = {}
     throttle = Throttle()
     while len(parts) < len(children):
