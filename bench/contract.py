@@ -122,6 +122,11 @@ class Figure:
     met: bool | None = None         # None: no goal, or not decidable
     load: float | None = None       # 1-minute load average when measured
     note: str = ""
+    # A ratio from alternated pairs (ours, reference, ours, reference ...) of this invocation: `value` is
+    # the median of the per-pair ratios, low/high their range, pairs how many (see `paired_ratio`).
+    low: float | None = None
+    high: float | None = None
+    pairs: int | None = None
 
 
 @dataclass
@@ -182,7 +187,46 @@ def parse_figure(data: object, source: str) -> Figure:
     for key in ("unit", "goal", "note"):
         if not isinstance(data.get(key, ""), str):
             raise ContractError(f"{source} ({data['name']}): {key!r} must be a string")
+    check_range(data, source)
     return Figure(**data)
+
+
+def check_range(data: dict, source: str) -> None:
+    """low <= value <= high and pairs >= 1, all three or none."""
+    given = [data.get(key) is not None for key in ("low", "high", "pairs")]
+    if not any(given):
+        return
+    if not all(given) or data.get("value") is None:
+        raise ContractError(f"{source} ({data['name']}): 'low', 'high' and 'pairs' go together, with a value")
+    low, high, pairs = data["low"], data["high"], data["pairs"]
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in (low, high)):
+        raise ContractError(f"{source} ({data['name']}): 'low' and 'high' must be finite numbers")
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 1:
+        raise ContractError(f"{source} ({data['name']}): 'pairs' must be a positive integer, got {pairs!r}")
+    if not low <= data["value"] <= high:
+        raise ContractError(f"{source} ({data['name']}): the value must lie between 'low' and 'high'")
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    median: float
+    low: float
+    high: float
+    pairs: int
+
+
+def paired_ratio(ours: list[float], reference: list[float]) -> PairedRatio:
+    """ours[i] / reference[i] for each alternated pair of one invocation: the median and the range.
+    A ratio of two medians (or of the best runs) would hide how much the pairs disagree."""
+    if not ours or len(ours) != len(reference):
+        raise ValueError(f"paired_ratio needs as many reference runs as ours, at least one: {len(ours)} vs "
+                         f"{len(reference)}")
+    if any(r <= 0 for r in reference):
+        raise ValueError("paired_ratio: a reference value is not positive")
+    ratios = sorted(o / r for o, r in zip(ours, reference))
+    middle = len(ratios) // 2
+    median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    return PairedRatio(median=median, low=ratios[0], high=ratios[-1], pairs=len(ratios))
 
 
 def numbers(value: object, source: str, key: str) -> list[float]:
@@ -227,6 +271,16 @@ class Recorder:
         figure = Figure(name=name, value=None if value is None else round(value, 4), unit=unit, goal=goal, met=met,
                         load=load if load is not None else load_average()[0], note=note)
         self.report.figures.append(figure)
+        return figure
+
+    def ratio(self, name: str, ours: list[float], reference: list[float], *, goal: str = "",
+              met=None, note: str = "") -> Figure:
+        """A ratio figure from alternated pairs: median, range and count (`met(median)` decides the goal)."""
+        paired = paired_ratio(ours, reference)
+        figure = self.figure(name, paired.median, "x", goal=goal, met=None if met is None else met(paired.median),
+                             note=note)
+        figure.low, figure.high, figure.pairs = round(paired.low, 4), round(paired.high, 4), paired.pairs
+        figure.value = min(max(figure.value, figure.low), figure.high)  # rounding may not push it outside
         return figure
 
     def note(self, text: str) -> None:

@@ -11,7 +11,6 @@ A run (what `bench/run.py` saves as docs/benchmarks/<mode>.json):
 
 from __future__ import annotations
 
-MODES = ("full", "quick")
 MODE_COMMANDS = {"quick": "make bench", "full": "make bench-full"}
 MET_LABELS = {True: "yes", False: "**no**", None: ""}
 
@@ -37,6 +36,15 @@ def format_value(value: float | int | None, unit: str) -> str:
     if value is None or not unit:
         return text
     return f"{text}{unit}" if unit in ("x", "%") else f"{text} {unit}"
+
+
+def format_figure_value(figure: dict) -> str:
+    """The value; for a ratio from alternated pairs also its range and the number of pairs."""
+    text = format_value(figure.get("value"), figure.get("unit", ""))
+    if figure.get("pairs"):
+        text += (f" ({format_value(figure['low'], figure.get('unit', ''))} – "
+                 f"{format_value(figure['high'], figure.get('unit', ''))}, median of {figure['pairs']} pairs)")
+    return text
 
 
 def cell(text: object) -> str:
@@ -66,7 +74,7 @@ def figures_table(scripts: list[dict]) -> list[str]:
                          f"{cell(script.get('error') or 'see the log')} |")
         for figure in (report or {}).get("figures", []):
             load = figure.get("load")
-            value = format_value(figure.get("value"), figure.get("unit", ""))
+            value = format_figure_value(figure)
             lines.append(f"| {title} | {cell(figure['name'])} | {value} | {cell(figure.get('goal', ''))} | "
                          f"{MET_LABELS[figure.get('met')]} | {'' if load is None else f'{load:.2f}'} | "
                          f"{cell(figure.get('note', ''))} |")
@@ -97,11 +105,8 @@ def render_run(run: dict) -> list[str]:
     mode = run["mode"]
     lines = [f"## {mode.capitalize()} mode (`{MODE_COMMANDS.get(mode, mode)}`), {run.get('started_at', '')}", "",
              f"- command: `{run.get('command', '')}`",
-             *([f"- re-run later with `--only`: {', '.join(run['rerun'])} (merged in; each figure carries the "
-                "load of its own run, each script its start time below)"] if run.get("rerun") else []),
              f"- machine: {machine_line(run.get('machine', {}))}",
-             f"- total wall time{' of the first run' if run.get('rerun') else ''}: "
-             f"{format_number(run.get('duration_s'))} s"
+             f"- total wall time: {format_number(run.get('duration_s'))} s"
              + (" (goal for the quick mode: under 300 s on an idle machine)" if mode == "quick" else "")
              + f"; scripts: {len(scripts) - len(failed)} ok"
              + (f", **{len(failed)} failed: {', '.join(failed)}**" if failed else ", none failed"), ""]
@@ -113,17 +118,15 @@ def render_run(run: dict) -> list[str]:
     return lines + [""]
 
 
-def render(runs: dict[str, dict]) -> str:
-    """The whole docs/benchmarks.md from the last run of each mode (full first)."""
+def render(run: dict) -> str:
+    """The whole docs/benchmarks.md from one invocation of the runner (nothing merged from other runs)."""
     lines = ["# Benchmarks", "",
-             "Written by `bench/run.py`: `make bench` (quick mode, under 5 minutes) and `make bench-full` (full mode). "
-             "Do not edit by hand; rerun. Each section is the last run of that mode; the raw figures are in "
-             "`docs/benchmarks/<mode>.json`. What each script measures, and how to add one: `bench/README.md`.", "",
+             "Written by `bench/run.py` from one invocation: `make bench` (quick mode, under 5 minutes) or "
+             "`make bench-full` (full mode). Do not edit by hand; rerun. Every figure below comes from that one "
+             "run; a ratio against a reference tool (ab, h2load, sslyze, testssl.sh) is the median of alternated "
+             "pairs (ours, reference, ours, reference ...) of that run, shown with the range of the pairs. The raw "
+             "figures are in `docs/benchmarks/<mode>.json`. What each script measures, and how to add one: "
+             "`bench/README.md`.", "",
              "The machine is shared with other jobs, so every figure carries the 1-minute load average at the "
              "moment it was measured: compare figures taken at similar loads.", ""]
-    present = [m for m in MODES if m in runs]
-    if not present:
-        return "\n".join(lines + ["No run yet: `make bench`.", ""])
-    for mode in present:
-        lines += render_run(runs[mode])
-    return "\n".join(lines)
+    return "\n".join(lines + render_run(run))

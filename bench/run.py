@@ -6,9 +6,12 @@
 2. Record the machine (CPU model, cores, RAM, kernel, Python) and the load average at the start.
 3. Run each as `python bench/NAME.py [--quick] --json TMP` with the marker's timeout for the mode,
    its output going to var/bench/<mode>/NAME.log; read and check its report.
-4. Save the run as docs/benchmarks/<mode>.json and render docs/benchmarks.md from the last run
-   of each mode. Exit 1 when any script failed (after writing the docs: failures are shown there).
-`--only` runs a subset and merges it into the last saved run of that mode.
+4. Save the run as docs/benchmarks/<mode>.json and render docs/benchmarks.md from this run alone
+   (one invocation, one table: nothing is merged from earlier runs). Exit 1 when any script failed
+   (after writing the docs: failures are shown there).
+`--only NAME ...` runs a subset for development: its page and JSON go to var/bench/only-<mode>.md
+(and .../only-<mode>/<mode>.json), never to docs/. `--docs FILE` writes the page elsewhere (its JSON
+beside it, in FILE-without-.md/<mode>.json); `--suite DIR` runs the scripts of another folder.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from bench.render import render  # noqa: E402
 
 BENCH_DIR = ROOT / "bench"
 DOCS = ROOT / "docs" / "benchmarks.md"
-RUNS_DIR = ROOT / "docs" / "benchmarks"
 LOG_DIR = ROOT / "var" / "bench"
 KILL_GRACE_S = 20
 
@@ -44,11 +46,18 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--mode", choices=("quick", "full"), default="quick")
     parser.add_argument("--only", nargs="+", metavar="NAME", help="run only these scripts (file stems)")
     parser.add_argument("--list", action="store_true", help="list the suite and exit")
+    parser.add_argument("--docs", type=Path, help=f"write the page here (default {relative(DOCS)}; with --only "
+                                                  f"{relative(LOG_DIR)}/only-MODE.md)")
+    parser.add_argument("--suite", type=Path, default=BENCH_DIR, help="folder of the bench scripts (default bench/)")
     args = parser.parse_args()
     try:
-        args.scripts = select(discover(BENCH_DIR), args.only)
+        args.scripts = select(discover(args.suite), args.only)
     except (ContractError, ValueError) as exc:
         parser.error(str(exc))
+    if args.only and args.docs is not None and args.docs.resolve() == DOCS.resolve():
+        parser.error(f"--only runs part of the suite: it never writes {relative(DOCS)} (one invocation, one table)")
+    if args.docs is None:
+        args.docs = LOG_DIR / f"only-{args.mode}.md" if args.only else DOCS
     return args
 
 
@@ -118,29 +127,17 @@ def tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
 
 
-def merge_into_last(mode: str, run: dict) -> dict:
-    """With --only: the last saved run of the mode, with these scripts' entries replaced or added."""
-    saved = load_runs().get(mode)
-    if not saved:
-        return run
-    fresh = {s["name"]: s for s in run["scripts"]}
-    rerun = list(dict.fromkeys([*saved.get("rerun", []), *fresh]))
-    kept = [fresh.pop(s["name"], s) for s in saved["scripts"]]
-    saved.update(scripts=kept + list(fresh.values()), command=saved["command"] + f" + {run['command']}", rerun=rerun)
-    return saved
+def runs_dir_for(docs: Path) -> Path:
+    """Where a page's raw runs go: docs/benchmarks.md -> docs/benchmarks/<mode>.json."""
+    return docs.with_suffix("")
 
 
-def load_runs() -> dict[str, dict]:
-    runs = {}
-    for path in sorted(RUNS_DIR.glob("*.json")):
-        runs[path.stem] = json.loads(path.read_text())
-    return runs
-
-
-def save(mode: str, run: dict) -> None:
-    RUNS_DIR.mkdir(parents=True, exist_ok=True)
-    (RUNS_DIR / f"{mode}.json").write_text(json.dumps(run, indent=2) + "\n")
-    DOCS.write_text(render(load_runs()))
+def save(run: dict, docs: Path) -> None:
+    """This run's JSON, and the page rendered from this run alone."""
+    runs_dir = runs_dir_for(docs)
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    (runs_dir / f"{run['mode']}.json").write_text(json.dumps(run, indent=2) + "\n")
+    docs.write_text(render(run))
 
 
 def main() -> None:
@@ -158,11 +155,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-run-") as scratch:
         run["scripts"] = [run_script(s, args.mode, Path(scratch)) for s in scripts]
     run["duration_s"] = round(time.perf_counter() - started, 1)
-    if args.only:
-        run = merge_into_last(args.mode, run)
-    save(args.mode, run)
+    save(run, args.docs)
     failed = [s for s in run["scripts"] if s["exit"] != 0]
-    print(f"wrote {DOCS.relative_to(ROOT)} ({args.mode}, {run['duration_s']} s); "
+    print(f"wrote {relative(args.docs)} ({args.mode}, {run['duration_s']} s); "
           f"{len(failed)} failed{': ' + ', '.join(s['name'] for s in failed) if failed else ''}")
     for s in failed:
         print(f"--- {s['name']} log tail ---\n{tail(LOG_DIR / args.mode / (s['name'] + '.log'))}")

@@ -46,3 +46,32 @@ def test_a_standalone_command_runs_with_no_app_loaded():
     assert done.returncode == 0, done.stderr
     assert "--ca-file" in done.stdout, "audit's own help was printed"
     assert done.stdout.strip().endswith("apps ready: False")
+
+
+@pytest.mark.parametrize("argv", [["loadtest", "--help"], ["overhead", "--help"], ["handshakes", "--help"]])
+def test_the_load_commands_import_no_django_module_but_the_settings_ones(argv):
+    """`ab -n 20000 -k` spends ~0.1 s of CPU on its whole run; Django's management package, django.conf
+    and its logging set-up cost ~0.2 s before our first request. Only what tlsaudit/settings.py itself
+    imports (django.core.exceptions, for ImproperlyConfigured) may load."""
+    code = ("import runpy, sys\n"
+            f"sys.argv = ['manage.py', *{argv!r}]\n"
+            "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
+            "except SystemExit as exit:\n    assert exit.code in (0, None), exit.code\n"
+            "print('django modules:', sorted(m for m in sys.modules if m.startswith('django')))\n")
+    env = {**os.environ, "TLSAUDIT_DEV": "1"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "--verbosity" in done.stdout and "--json" in done.stdout, "the command's own help, with Django's options"
+    loaded = done.stdout.strip().splitlines()[-1]
+    for heavy in ("'django.conf'", "'django.core.management", "'django.apps'", "'django.db", "'django.utils.log'"):
+        assert heavy not in loaded, loaded
+
+
+def test_a_lean_command_takes_djangos_base_options_and_still_refuses_bad_ones():
+    env = {**os.environ, "TLSAUDIT_DEV": "1"}
+    run = [sys.executable, "manage.py", "loadtest"]
+    version = subprocess.run([*run, "--version"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.strip().startswith("5."), version.stdout + version.stderr
+    bad = subprocess.run([*run, "http://127.0.0.1:9/", "-v", "7"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 7" in bad.stderr and "usage: manage.py loadtest" in bad.stderr

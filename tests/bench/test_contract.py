@@ -151,3 +151,28 @@ def test_a_script_stopped_by_the_runner_still_runs_its_cleanup(tmp_path):
 def test_the_recorded_command_leaves_out_the_runners_temp_file():
     assert without_json_option(["--quick", "--json", "/tmp/x.json", "--runs", "3"]) == ["--quick", "--runs", "3"]
     assert without_json_option(["--json=/tmp/x.json"]) == []
+
+
+def test_a_paired_ratio_is_the_median_of_the_pair_ratios_with_their_range():
+    from bench.contract import paired_ratio
+
+    paired = paired_ratio([2.0, 3.0, 10.0, 4.0], [1.0, 1.0, 2.0, 4.0])  # pairs: 2, 3, 5, 1
+    assert (paired.median, paired.low, paired.high, paired.pairs) == (2.5, 1.0, 5.0, 4)
+    with pytest.raises(ValueError, match="as many reference runs"):
+        paired_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="not positive"):
+        paired_ratio([1.0], [0.0])
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"low": 0.9}, "go together"),
+    ({"low": 0.9, "high": 1.1, "pairs": 0}, "'pairs' must be a positive integer"),
+    ({"low": 1.1, "high": 1.2, "pairs": 3}, "must lie between"),
+    ({"low": "a", "high": 1.2, "pairs": 3}, "finite numbers"),
+])
+def test_a_range_must_be_whole_and_hold_the_value(extra, message):
+    from bench.contract import ContractError, parse_figure
+
+    with pytest.raises(ContractError, match=message):
+        parse_figure({"name": "ratio", "value": 1.0, "unit": "x", **extra}, "test")
+    assert parse_figure({"name": "ratio", "value": 1.0, "low": 0.9, "high": 1.1, "pairs": 3}, "test").pairs == 3

@@ -39,14 +39,14 @@ def test_every_figure_is_a_row_with_its_goal_verdict_and_load():
                 "load": 1.92, "note": "celery -c 2"},
                {"name": "peak RSS", "value": 312.0, "unit": "MiB", "goal": "< 300 MiB", "met": False, "load": 2.5},
                {"name": "CPU", "value": 40.1, "unit": "s", "load": None}]
-    text = render({"quick": run(scripts=[script(figures=figures)])})
+    text = render(run(scripts=[script(figures=figures)]))
     assert "| Audit throughput | wall time, 100 audits | 83.2 s | < 120 s | yes | 1.92 | celery -c 2 |" in text
     assert "| Audit throughput | peak RSS | 312 MiB | < 300 MiB | **no** | 2.50 |  |" in text
     assert "| Audit throughput | CPU | 40.1 s |  |  |  |  |" in text
 
 
 def test_the_machine_the_date_and_the_commands_are_recorded():
-    text = render({"quick": run(scripts=[script(figures=[{"name": "x", "value": 1}])])})
+    text = render(run(scripts=[script(figures=[{"name": "x", "value": 1}])]))
     assert "## Quick mode (`make bench`), 2026-11-22T00:00:00+00:00" in text
     assert "AMD EPYC 7B13, 2 cores, 23.5 GiB RAM, Linux 6.1, Python 3.11.7" in text
     assert "load average at start 0.43 / 0.47 / 0.23" in text
@@ -54,20 +54,25 @@ def test_the_machine_the_date_and_the_commands_are_recorded():
     assert "| `throughput` |  | 0 | 42.0 | `.venv/bin/python bench/throughput.py --quick` |" in text
 
 
-def test_scripts_re_run_later_are_named_with_their_own_start_time():
-    rerun = script(figures=[{"name": "x", "value": 1}])
-    rerun["report"]["started_at"] = "2026-11-22T02:38:49+00:00"
-    text = render({"full": {**run("full", [rerun]), "rerun": ["throughput"]}})
-    assert "- re-run later with `--only`: throughput (merged in;" in text
-    assert "- total wall time of the first run: 212 s" in text
-    assert "| `throughput` | 2026-11-22 02:38:49 | 0 | 42.0 |" in text
+def test_a_ratio_from_alternated_pairs_shows_its_median_range_and_count():
+    figures = [{"name": "HTTP keep-alive: client CPU per request, ours / ab", "value": 0.97, "unit": "x",
+                "goal": "<= 1.0x", "met": True, "load": 1.2, "low": 0.91, "high": 1.08, "pairs": 5}]
+    text = render(run(scripts=[script(figures=figures)]))
+    assert "| 0.970x (0.910x – 1.08x, median of 5 pairs) | <= 1.0x | yes |" in text
+
+
+def test_the_page_is_one_invocation_and_says_so():
+    text = render(run("full", [script(figures=[{"name": "x", "value": 1}])]))
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## Full mode (`make bench-full`), 2026-11-22T00:00:00+00:00"]
+    assert "from one invocation" in text and "re-run" not in text and "merged" not in text
 
 
 def test_a_failed_script_is_shown_with_its_error_and_any_figures_it_wrote():
     failed = script(name="worker_memory", title="Worker memory", exit_code=1, error="audit 17 failed",
                     figures=[{"name": "peak RSS", "value": 180.0, "unit": "MiB"}])
     crashed = script(name="pages", title="Pages", exit_code=124, error="timed out after 90 s")
-    text = render({"full": run("full", [failed, crashed])})
+    text = render(run("full", [failed, crashed]))
     assert "| Worker memory | **run failed** (exit 1) | | | | | audit 17 failed |" in text
     assert "| Worker memory | peak RSS | 180 MiB |" in text
     assert "| Pages | **run failed** (exit 124) | | | | | timed out after 90 s |" in text
@@ -75,16 +80,10 @@ def test_a_failed_script_is_shown_with_its_error_and_any_figures_it_wrote():
 
 
 def test_pipes_in_names_and_notes_do_not_break_the_table():
-    text = render({"quick": run(scripts=[script(figures=[{"name": "a | b", "value": 1, "note": "x|y"}])])})
+    text = render(run(scripts=[script(figures=[{"name": "a | b", "value": 1, "note": "x|y"}])]))
     assert "| a \\| b |" in text and "x\\|y" in text
 
 
 def test_notes_are_listed_per_benchmark():
-    text = render({"quick": run(scripts=[script(figures=[{"name": "x", "value": 1}], notes=["fleet of 100"])])})
+    text = render(run(scripts=[script(figures=[{"name": "x", "value": 1}], notes=["fleet of 100"])]))
     assert "**Audit throughput**\n\n- fleet of 100" in text
-
-
-def test_both_modes_are_shown_full_first_and_an_empty_history_says_how_to_start():
-    text = render({"quick": run("quick"), "full": run("full")})
-    assert text.index("## Full mode (`make bench-full`)") < text.index("## Quick mode (`make bench`)")
-    assert "No run yet: `make bench`." in render({})

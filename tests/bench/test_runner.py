@@ -1,6 +1,7 @@
 """The `make bench` runner (bench/run.py) with real little scripts, and every bench script's bad arguments."""
 
 import importlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -92,15 +93,15 @@ def test_a_script_that_overruns_its_timeout_is_stopped_and_reported(tmp_path):
     (["handshake_vs_h2load", "-n", "100", "-c", "30"], "each concurrency must be at least 1 and divide"),
     (["handshake_vs_h2load", "-n", "0"], "each concurrency must be at least 1 and divide"),
     (["handshake_vs_h2load", "--rounds", "0"], "--rounds must be at least 1"),
-    (["loadgen_vs_ab", "--scale", "0"], "--scale positive"),
-    (["loadgen_vs_ab", "--rounds", "0"], "--rounds and -c must be at least 1"),
+    (["loadgen_vs_ab", "--pairs", "0"], "--pairs and -c must be at least 1"),
+    (["loadgen_vs_ab", "-c", "0"], "--pairs and -c must be at least 1"),
     (["throughput", "--json"], "expected one argument"),
 ])
 def test_bad_arguments_are_refused_with_a_clear_message(command, message, monkeypatch, capsys):
     module = importlib.import_module(f"bench.{command[0]}")
     monkeypatch.setattr(sys, "argv", [f"bench/{command[0]}.py", *command[1:]])
     with pytest.raises(SystemExit) as exited:
-        (module.main if command[0] == "loadgen_vs_ab" else module.parse_args)()
+        module.parse_args()
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -110,3 +111,40 @@ def test_the_runner_lists_the_suite_without_running_it():
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert "throughput" in done.stdout and "Audit throughput" in done.stdout
+
+
+def run_runner(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "bench/run.py", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_one_invocation_writes_one_page_and_a_later_run_replaces_it_whole(tmp_path):
+    """Issue 15 item 6: no figure of an earlier run survives into the page of a later one."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    for name in ("bench_alpha", "bench_beta"):
+        make_script(suite, name, '''
+            import os
+            recorder = Recorder("Self-test", args)
+            recorder.figure("value", float(os.environ.get("BENCH_SELFTEST_VALUE", "1")))
+            recorder.ratio("ours / reference", [1.0, 2.0, 3.0], [1.0, 1.0, 1.0], goal="<= 2x", met=lambda r: r <= 2)
+            recorder.write()
+        ''')
+    docs = tmp_path / "out" / "benchmarks.md"
+
+    first = run_runner("--suite", str(suite), "--docs", str(docs))
+    assert first.returncode == 0, first.stdout + first.stderr
+    page = docs.read_text()
+    assert page.count("| value | 1.00 |") == 2
+    assert "| 2.00x (1.00x – 3.00x, median of 3 pairs) | <= 2x | yes |" in page
+    saved = json.loads((tmp_path / "out" / "benchmarks" / "quick.json").read_text())
+    assert [s["name"] for s in saved["scripts"]] == ["bench_alpha", "bench_beta"] and "rerun" not in saved
+
+    only = run_runner("--suite", str(suite), "--only", "bench_beta", "--docs", str(docs))
+    assert only.returncode == 0, only.stdout + only.stderr
+    assert "bench_alpha" not in docs.read_text(), "a partial run's page holds that run only"
+
+
+def test_a_partial_run_never_writes_the_published_page():
+    done = run_runner("--only", "loadgen_vs_ab", "--docs", "docs/benchmarks.md")
+    assert done.returncode == 2 and "never writes docs/benchmarks.md" in done.stderr

@@ -355,6 +355,8 @@ def extra_text(report: dict) -> list[str]:
         lines.append(f"Latency (ms):           p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  p99 {lat['p99']:.3f}  "
                      f"max {lat['max']:.3f}  mean {lat['mean']:.3f}")
     lines.append(f"Connections opened:     {report['connections_opened']}")
+    if report["processes"] > 1:
+        lines.append(f"Processes:              {report['processes']} (n and c split evenly, results merged)")
     if report["timeouts"]:
         lines.append(f"Timeouts:               {report['timeouts']} (counted in Exceptions)")
     if report["cancelled"]:

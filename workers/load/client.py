@@ -10,11 +10,9 @@ described in workers/load/engine.py. See /work/shared/loadgen-notes.md ยง1 and ย
 
 from __future__ import annotations
 
-import multiprocessing
-import queue as queue_module
+import os
 import socket
 import ssl
-import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -22,9 +20,12 @@ from workers.load.engine import CANCEL_POLL_S, PROGRESS_EVERY_S, Engine, Throttl
 from workers.load.merge import merge_results, result_from_dict
 from workers.load.spec import LoadResult, LoadSpec
 
-__all__ = ["LoadError", "build_request", "merge_results", "run_load"]
+__all__ = ["LoadError", "automatic_processes", "build_request", "merge_results", "run_load"]
 
 USER_AGENT = "TLSAudit-loadtest/1.0 (ApacheBench-compatible)"
+# Automatic processes: one per core this process may run on, each with at least this many connections
+# (fewer and a process mostly waits: it cannot fill a core, and the split only adds its own cost).
+MIN_CONNECTIONS_PER_PROCESS = 8
 START_BARRIER_TIMEOUT_S = 60  # child processes wait for each other this long, then go anyway
 DAEMONIC_NOTE = ("Ran in one process instead of {asked}: the caller is a daemonic process (e.g. a Celery "
                  "prefork child), which cannot start child processes.")
@@ -42,14 +43,14 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
              on_progress: Callable[[int, int], None] | None = None) -> LoadResult:
     """Run `spec` and return what happened (partial, with cancelled=True, if `cancel()` said so).
 
-    With spec.processes > 1 the run is split over that many OS processes (spawn context),
+    With spec.processes > 1 the run is split over that many OS processes (see start_method),
     each with its share of n and c, and their results are merged exactly. A daemonic caller
     (a Celery prefork child) cannot have children: it runs in-process and says so in `notes`.
     """
     check_spec(spec)
-    processes = min(spec.processes, spec.concurrency)
+    processes = min(spec.processes or automatic_processes(spec.concurrency), spec.concurrency)
     notes = []
-    if processes > 1 and multiprocessing.current_process().daemon:
+    if processes > 1 and is_daemonic():
         notes.append(DAEMONIC_NOTE.format(asked=processes))
         processes = 1
     if processes <= 1:
@@ -59,6 +60,22 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
         result = run_in_processes(spec, processes, cancel, on_progress)
     result.notes = result.notes + notes
     return result
+
+
+def automatic_processes(concurrency: int) -> int:
+    """How many processes a run of `concurrency` connections uses when not told: the cores this
+    process may run on (its CPU affinity: `taskset` and cgroup cpusets count), but no more than
+    concurrency / MIN_CONNECTIONS_PER_PROCESS. One process is one core: where the client is what
+    limits a run (TLS handshakes cost it more CPU than the server; or a server on a bigger host), a
+    host's other cores are the only way up; where it is not, the extra processes mostly sleep."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, concurrency // MIN_CONNECTIONS_PER_PROCESS))
+
+
+def is_daemonic() -> bool:
+    import multiprocessing  # only runs of several processes need it (~1 ms of every CLI start otherwise)
+
+    return multiprocessing.current_process().daemon
 
 
 def check_spec(spec: LoadSpec) -> None:
@@ -75,8 +92,8 @@ def check_spec(spec: LoadSpec) -> None:
         problems.append("time_limit_s must be positive")
     if spec.tls_version not in (None, "1.2", "1.3"):
         problems.append(f"tls_version must be 1.2 or 1.3, got {spec.tls_version!r}")
-    if spec.processes < 1:
-        problems.append("processes must be at least 1")
+    if spec.processes < 0:
+        problems.append("processes must be at least 1 (or 0: automatic)")
     if problems:
         raise LoadError("; ".join(problems))
 
@@ -151,11 +168,13 @@ def split_evenly(total: int, parts: int) -> list[int]:
 
 
 def run_in_processes(spec: LoadSpec, processes: int, cancel, on_progress) -> LoadResult:
-    """1. Start `processes` spawned children, each with its share of n and c.
+    """1. Start `processes` children, each with its share of n and c.
     2. They wait at a barrier so that all start together, then run in-process.
     3. Meanwhile poll `cancel` (relayed through an Event) and sum the children's progress.
     4. Merge their result dicts exactly."""
-    context = multiprocessing.get_context("spawn")
+    import multiprocessing
+
+    context = multiprocessing.get_context(start_method())
     shares = zip(split_evenly(spec.requests, processes), split_evenly(spec.concurrency, processes))
     specs = [replace(spec, requests=n, concurrency=max(1, min(c, n)), processes=1) for n, c in shares]
     stop = context.Event()
@@ -179,7 +198,22 @@ def run_in_processes(spec: LoadSpec, processes: int, cancel, on_progress) -> Loa
     return merged
 
 
+def start_method() -> str:
+    """fork where it is safe: a single-threaded caller (the CLI) has no lock another thread could hold
+    at the fork, and a forked child starts with the engine imported (~1 ms of CPU; a spawned child
+    starts a new interpreter and imports it again, ~60 ms of CPU, as much as ab's whole 5,000-request
+    new-connection run). Callers with threads (a Celery agent's monitor) get spawn."""
+    import multiprocessing
+    import threading
+
+    if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
 def child_main(spec_dict, index, stop, barrier, progress, results) -> None:
+    import threading
+
     spec = LoadSpec.from_dict(spec_dict)
     try:
         barrier.wait(timeout=START_BARRIER_TIMEOUT_S)
@@ -193,6 +227,8 @@ def child_main(spec_dict, index, stop, barrier, progress, results) -> None:
 
 
 def collect_children(children, results, stop, progress, total, cancel, on_progress) -> list[dict]:
+    import queue as queue_module
+
     parts: dict[int, dict] = {}
     throttle = Throttle()
     while len(parts) < len(children):

@@ -23,10 +23,29 @@ def encode_histogram(histogram: HdrHistogram) -> str:
 
 
 def record_values(histogram: HdrHistogram, values: list[int]) -> None:
-    """Bulk-record µs values: one record_value per distinct value (~2 µs each), not per sample."""
+    """Bulk-record µs values (clamped to the range), as record_value(value, count) per distinct value would.
+
+    hdrh's record_value costs ~2 µs in Python and a run has thousands of distinct values per phase
+    (~9 ms at the end of a 20,000-request run); this is its index arithmetic inlined (`_clz(v | mask)`
+    is 64 - bit_length), into the same counts array, ~0.3 µs per distinct value."""
+    if not values:
+        return
     highest = HISTOGRAM_RANGE_US[1]
+    low, high = min(values), max(values)
+    if low < 0 or high > highest:
+        values = [min(max(value, 0), highest) for value in values]
+        low, high = min(values), max(values)
+    counts = histogram.counts
+    unit = histogram.unit_magnitude
+    half_magnitude = histogram.sub_bucket_half_count_magnitude
+    mask, half = histogram.sub_bucket_mask, histogram.sub_bucket_half_count
+    first_bucket_bits = unit + half_magnitude + 1
     for value, count in Counter(values).items():
-        histogram.record_value(min(max(value, 0), highest), count)
+        bucket = (value | mask).bit_length() - first_bucket_bits
+        counts[((bucket + 1) << half_magnitude) + (value >> (bucket + unit)) - half] += count
+    histogram.total_count += len(values)
+    histogram.min_value = min(histogram.min_value, low)
+    histogram.max_value = max(histogram.max_value, high)
 
 
 def merge_results(results: list[dict]) -> dict:

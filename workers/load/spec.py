@@ -35,7 +35,7 @@ class LoadSpec:
     insecure: bool = True            # like ab: no certificate verification (timing, not trust, is measured)
     tls_version: str | None = None   # "1.2" | "1.3" to force one version
     ciphers: str | None = None       # OpenSSL cipher string for TLS <= 1.2
-    processes: int = 1               # engine-level parallelism on this host
+    processes: int = 1               # engine-level parallelism on this host; 0 = automatic (one per usable core)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -87,8 +87,16 @@ class LoadResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        data = asdict(self)
+        """The wire form. Not dataclasses.asdict: it deep-copies every exact sample one by one (~40 ms
+        for 20,000 requests, a third of what ab spends on the whole run); lists of ints copy flat."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["spec"] = self.spec.to_dict()
+        data["counters"] = asdict(self.counters)
+        data["histograms"] = dict(self.histograms)
+        data["samples"] = None if self.samples is None else {k: list(v) for k, v in self.samples.items()}
+        data["status_codes"] = dict(self.status_codes)
+        data["errors"] = dict(self.errors)
+        data["notes"] = list(self.notes)
         return data
 
 

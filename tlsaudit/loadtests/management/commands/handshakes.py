@@ -9,9 +9,7 @@ without a worker or the database. Exit 0 when it ran, 2 on bad arguments or when
 import json
 import sys
 
-from django.conf import settings
-from django.core.management.base import BaseCommand
-
+from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
 
@@ -23,7 +21,7 @@ KNOWN_VERSIONS = ("1.2", "1.3")
 COLUMNS = ("version", "suite", "agents", "n", "mean", "SD", "p50", "p95", "p99", "hs/s", "failures")
 
 
-class Command(BaseCommand):
+class Command(command_base()):
     help = "Time TLS 1.2 vs 1.3 full handshakes per cipher suite and concurrency (text table, or JSON)."
     requires_system_checks = []
 
@@ -52,7 +50,7 @@ class Command(BaseCommand):
 
         try:
             target = resolve_target(plan["host"], plan["port"], pinned_ip=plan["ip"],
-                                    allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                                    allow_private=setting("ALLOW_PRIVATE_TARGETS"))
         except TargetError as exc:
             return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
         try:

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from django.conf import settings
-from django.core.management.base import BaseCommand
-
+from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain.abstats import ab_report, ab_text
 from tlsaudit.domain.hostnames import AddressError, parse_address
 
@@ -32,7 +30,7 @@ AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requ
 DEFAULT_REQUESTS = 100
 
 
-class Command(BaseCommand):
+class Command(command_base()):
     help = "Load-test one URL like ApacheBench (ab): n requests over c connections, new or kept-alive."
     requires_system_checks = []
 
@@ -85,7 +83,9 @@ def add_target_arguments(parser) -> None:
     parser.add_argument("-k", dest="keepalive", action="store_true",
                         help="keep-alive: reuse HTTP/1.1 connections (default: a new connection per request)")
     parser.add_argument("--timeout", default="30", help="seconds per request, connect included (default 30)")
-    parser.add_argument("--processes", default="1", help=f"OS processes to spread the load over (1-{MAX_PROCESSES})")
+    parser.add_argument("--processes", default="auto",
+                        help=f"OS processes to spread the load over (1-{MAX_PROCESSES}; default auto: one per "
+                             f"core this process may use, at most one per 8 connections)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -180,7 +180,14 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
 def parse_common(options) -> dict:
     return {"ip": parse_ip(options.get("ip")), "keepalive": bool(options.get("keepalive")),
             "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
-            "processes": parse_int(options["processes"], "--processes", 1, MAX_PROCESSES)}
+            "processes": parse_processes(options["processes"])}
+
+
+def parse_processes(text) -> int:
+    """--processes: a number, or "auto" (0: the engine chooses per run, see client.automatic_processes)."""
+    if str(text).strip().lower() == "auto":
+        return 0
+    return parse_int(text, "--processes", 1, MAX_PROCESSES)
 
 
 def parse_loadtest(options):
@@ -218,7 +225,7 @@ def pin_target(spec):
 
     try:
         target = resolve_target(spec.host, spec.port, pinned_ip=spec.ip,
-                                allow_private=settings.ALLOW_PRIVATE_TARGETS)
+                                allow_private=setting("ALLOW_PRIVATE_TARGETS"))
     except TargetError as exc:
         return spec, exc
     return replace(spec, host=target.host, ip=target.ip), None

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand
-
+from tlsaudit.core.standalone import command_base
 from tlsaudit.domain.abstats import ab_report, sweep_summary
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
@@ -27,7 +26,7 @@ MAX_LEVELS = 20
 MAX_SWEEP_REQUESTS = 2_000_000   # all runs together
 
 
-class Command(BaseCommand):
+class Command(command_base()):
     help = "HTTP vs HTTPS load at several concurrency levels, and the overhead TLS adds (in %)."
     requires_system_checks = []
 
