@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
 from tlsaudit.probes.models import Probe
@@ -100,8 +101,19 @@ def queue_probe(site, raw_params: dict, *, user) -> Probe:
                                                      f"hours: the maximum is {settings.PROBE_RUNS_PER_DAY} per day.")
         probe = Probe.objects.create(site=site, organization=org, params=params, requested_by=user,
                                      host=site.hostname, loads_total=loads_planned(params))
-        transaction.on_commit(lambda: send(probe.pk))
+        enqueue(PROBE_TASK, probe.pk, unsent=lambda: fail_unsent(probe))
     return probe
+
+
+def fail_unsent(probe: Probe) -> QueueUnavailable:
+    """The broker refused the probe's message: it ends failed at once, saying so (as a load run does)."""
+    message = "The task queue was unavailable, so this probe did not start. Please start it again in a moment."
+    return QueueUnavailable(message, row=fail(probe, "queue_unavailable", message))
+
+
+def resend_queued_probes() -> int:
+    """After the broker lost its messages: send the queued probes again (a duplicate loses the claim)."""
+    return resend_queued(Probe.objects.filter(status=Probe.Status.QUEUED), PROBE_TASK)
 
 
 def enforce_probe_limits(org, site) -> None:
@@ -118,12 +130,6 @@ def enforce_probe_limits(org, site) -> None:
 
 def loads_planned(params: dict) -> int:
     return len(params["variants"]) * len(MODES) * params["runs"]
-
-
-def send(probe_id: int) -> None:
-    from workers.celery import app
-
-    app.send_task(PROBE_TASK, args=[probe_id])
 
 
 # --- the probe on the worker -------------------------------------------------------------------

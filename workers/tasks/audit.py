@@ -35,8 +35,10 @@ def run_audit(self, audit_id: int) -> str:
     from workers.tls.target import resolve_target
 
     audit = Audit.objects.select_related("site__organization").filter(pk=audit_id).first()
+    # A redelivery after its run's process died (Celery requeues the message of a SIGKILLed pool child) runs it now.
+    orphaned = audit is not None and services.take_over(audit)
     if audit is None or audit.status != Audit.Status.QUEUED:
-        return "skipped"  # deleted with its site, or another delivery already ran it
+        return "skipped"  # deleted with its site, or another delivery already ran it (or runs it)
     site = audit.site
     try:
         target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
@@ -44,6 +46,8 @@ def run_audit(self, audit_id: int) -> str:
     except TargetError as exc:
         services.fail(audit, exc.code, exc.message, exc.detail)
         return "failed"
+    if orphaned:
+        release_lock_of_dead_run(target.ip, target.port, audit_id)
     with target_lock(target.ip, target.port, audit_id) as lock:
         if not lock:
             services.mark_sent(audit_id)  # this delivery lives on as the retry: no need for the reaper to resend
@@ -102,16 +106,19 @@ def keep_alive(audit_id: int, attempt: int, lock_key: str):
     stop = threading.Event()
 
     def beat_until_stopped():
-        while not stop.wait(settings.AUDIT_HEARTBEAT_SECONDS):
-            with suppress(RedisError):
-                cache.touch(lock_key, settings.AUDIT_LEASE_SECONDS)
-            try:
-                if not services.beat(audit_id, attempt):
-                    return  # the run just finished, or the reaper gave its row to a new attempt
-            except DATABASE_DOWN as exc:
-                log.warning("audit %s: heartbeat not recorded (%s)", audit_id, exc)
-            finally:
-                connection.close()  # this thread's own connection
+        try:
+            while not stop.wait(settings.AUDIT_HEARTBEAT_SECONDS):
+                with suppress(RedisError):
+                    cache.touch(lock_key, settings.AUDIT_LEASE_SECONDS)
+                try:
+                    if not services.beat(audit_id, attempt):
+                        return  # the run just finished, or the reaper gave its row to a new attempt
+                except DATABASE_DOWN as exc:
+                    # A missed beat or two cost nothing (the lease is several beats, and the reaper looks twice).
+                    log.warning("audit %s: heartbeat not recorded (%s)", audit_id, exc)
+                    connection.close()  # the next beat connects again
+        finally:
+            connection.close()  # this thread's own connection, kept between beats: one UPDATE per beat, no connect
 
     thread = threading.Thread(target=beat_until_stopped, name=f"audit-{audit_id}-heartbeat", daemon=True)
     thread.start()
@@ -121,11 +128,22 @@ def keep_alive(audit_id: int, attempt: int, lock_key: str):
         stop.set()
 
 
+def lock_key(ip: str, port: int) -> str:
+    return f"tlsaudit:scanlock:{ip}:{port}"
+
+
+def release_lock_of_dead_run(ip: str, port: int, audit_id: int) -> None:
+    """The dead run of this audit still holds its ip:port lock for up to a lease: free it now."""
+    with suppress(RedisError):
+        if cache.get(lock_key(ip, port)) == audit_id:
+            cache.delete(lock_key(ip, port))
+
+
 @contextmanager
 def target_lock(ip: str, port: int, audit_id: int):
     """At most one audit per ip:port at a time (cache.add is SET NX on Redis). Yields the key when
     locked, else None. The lock lasts one lease; keep_alive extends it while the scan runs."""
-    key = f"tlsaudit:scanlock:{ip}:{port}"
+    key = lock_key(ip, port)
     locked = cache.add(key, audit_id, timeout=settings.AUDIT_LEASE_SECONDS)
     try:
         yield key if locked else None
