@@ -6,9 +6,11 @@ Called by views, the Celery task and management commands; nothing here imports s
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from datetime import timedelta
+from functools import reduce
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -125,6 +127,16 @@ def mark_sent(audit_id: int) -> None:
 def beat(audit_id: int, attempt: int) -> bool:
     """The run's sign of life; False once the run lost the row (re-queued or finished by the reaper)."""
     return owned(audit_id, attempt).update(heartbeat_at=timezone.now()) == 1
+
+
+def beat_all(attempts: dict[int, int]) -> set[int]:
+    """The signs of life of several runs (audit id -> attempt), one SELECT and one UPDATE for them all;
+    returns the ids whose run lost its row (re-queued, or finished)."""
+    rows = Audit.objects.filter(status=Audit.Status.RUNNING).filter(
+        reduce(operator.or_, (Q(pk=pk, attempts=attempt) for pk, attempt in attempts.items())))
+    alive = set(rows.values_list("pk", flat=True))
+    rows.update(heartbeat_at=timezone.now())
+    return set(attempts) - alive
 
 
 class ProgressRecorder:
