@@ -290,10 +290,11 @@ if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("AUDIT_HARD_TIME_LIMIT must be greater than AUDIT_SOFT_TIME_LIMIT.")
 # Crash recovery (issues #8, #14): a running audit writes a heartbeat; one silent for the lease (and still
 # silent one heartbeat later) lost its worker, and the reaper (every REAPER_INTERVAL_SECONDS) re-queues it
-# once: a whole worker lost costs about lease + interval + heartbeat (~20 s; a killed pool child is taken
-# over at once). 100 audits in flight beat 33 times a second (bench/heartbeat_cost.py). A queued audit the
-# broker refused or lost is sent as soon as the broker answers; one sent AUDIT_RESEND_AFTER_SECONDS ago is
-# sent again if the scan queue is empty, and it fails after AUDIT_QUEUE_TIMEOUT_SECONDS.
+# once: a worker lost with its machine costs about lease + interval + heartbeat (~20 s); a process seen dead
+# on the same host is taken over at once. A worker process beats all its audits in one UPDATE per heartbeat
+# (bench/heartbeat_cost.py). A queued audit the broker refused or lost is sent as soon as the broker answers;
+# one sent AUDIT_RESEND_AFTER_SECONDS ago is sent again if the scan queue is empty; it fails after
+# AUDIT_QUEUE_TIMEOUT_SECONDS.
 AUDIT_HEARTBEAT_SECONDS = env_int("AUDIT_HEARTBEAT_SECONDS", 3, minimum=1)
 AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 15, minimum=2)
 if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:

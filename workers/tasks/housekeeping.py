@@ -16,6 +16,6 @@ def reap_abandoned_audits() -> dict:
     from tlsaudit.reports.services import resend_queued_reports
 
     lost = messages_lost()  # one look per pass: did the broker lose every message it held?
-    resent = sum(resend() for resend in (resend_queued_runs, resend_queued_probes, resend_queued_reports)) if lost else 0
+    others = resend_queued_runs() + resend_queued_probes() + resend_queued_reports() if lost else 0
     return {**reap_abandoned(lost=lost), "perf_runs_failed": reap_abandoned_runs(),
-            "probes_failed": reap_abandoned_probes(), "others_resent": resent}
+            "probes_failed": reap_abandoned_probes(), "others_resent": others}
