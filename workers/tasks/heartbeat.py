@@ -1,4 +1,4 @@
-"""The heartbeats of the audits a worker process runs, from one thread on one kept connection.
+"""The heartbeats of the audits a worker process runs, from one thread on one connection (closed when idle).
 
 Every AUDIT_HEARTBEAT_SECONDS the thread stamps the rows of all the process's running audits in one
 UPDATE (services.beat_all) and extends each one's ip:port lock (a Redis TOUCH). One thread per audit,
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from contextlib import contextmanager, suppress
 
 from django.conf import settings
@@ -32,6 +31,7 @@ class Heartbeats:
     def __init__(self):
         self.runs: dict[int, tuple[int, str]] = {}  # audit id -> (attempt, its lock's key)
         self.guard = threading.Lock()
+        self.idle = threading.Event()  # set when the last run left: close the connection now
         self.thread = threading.Thread(target=self.beat_forever, name="audit-heartbeats", daemon=True)
         self.thread.start()
 
@@ -43,14 +43,19 @@ class Heartbeats:
         with self.guard:
             if self.runs.get(audit_id, (None,))[0] == attempt:
                 del self.runs[audit_id]
+            if not self.runs:
+                self.idle.set()
 
     def beat_forever(self) -> None:
         while True:
-            time.sleep(settings.AUDIT_HEARTBEAT_SECONDS)
+            self.idle.wait(settings.AUDIT_HEARTBEAT_SECONDS)
             with self.guard:
                 runs = dict(self.runs)
+                self.idle.clear()
             if runs:
                 self.beat(runs)
+            else:
+                connection.close()  # no audit to beat: an idle process holds no PostgreSQL connection
 
     def beat(self, runs: dict[int, tuple[int, str]]) -> None:
         from tlsaudit.audits import services
