@@ -127,8 +127,11 @@ def test_an_audit_whose_worker_never_comes_back_is_requeued_once_then_fails_with
     faults.env["AUDIT_QUEUE_TIMEOUT_SECONDS"] = "6"  # no scan worker takes it for 6 s: give up
     with delay_proxy(tls_lab.port(LAB_SERVER), delay=0.3) as slow:
         scanner = faults.app.worker("scanner", queues=("scan",), concurrency=1, wait=False)
-        faults.app.worker("housekeeper", queues=("default",), concurrency=1, wait=False)
+        housekeeper = faults.app.worker("housekeeper", queues=("default",), concurrency=1, wait=False)
         faults.app.beat(wait=False)
+        # The reaper's first pass on this fresh Redis finds it new (it may have lost messages) and resends what
+        # is queued: let it happen before the audit exists, as in a deployment that has been running.
+        housekeeper.wait_for_output("'others_resent'", timeout=90)
         site, audit = queue_audit(faults, tls_lab, slow.port)
         started = wait_running_with_progress(faults, audit)
         scanner.kill()
