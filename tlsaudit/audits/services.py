@@ -300,9 +300,8 @@ def reap_abandoned(now=None, *, lost: bool | None = None) -> dict:
     meanwhile, never collide; a duplicate delivery is harmless: the claim is one atomic UPDATE.
     """
     now = now or timezone.now()
-    counts = {"requeued": 0, "failed": 0, "not_started": 0, "resent": 0}
-    counts["not_started"] = fail_queued_too_long(now)
-    counts["resent"] = resend_unsent(now, messages_lost() if lost is None else lost)
+    counts = {"requeued": 0, "failed": 0, "not_started": fail_queued_too_long(now),
+              "resent": resend_unsent(now, messages_lost() if lost is None else lost)}
     for audit in abandoned_runs(now):
         if audit.attempts < MAX_ATTEMPTS:
             counts["requeued"] += requeue(audit, now)
