@@ -121,6 +121,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Work the broker did not take: its page with what happens to it (the API answers 503 itself).
+    "tlsaudit.core.unavailable.QueueUnavailableMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -237,6 +239,13 @@ SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 # --- Celery -----------------------------------------------------------------------------
 
+# A Redis that does not answer (a dropped route, a hung server) must cost a request at most these
+# seconds, after which the cache's users fail open (rate limits, the API throttle) and a task message
+# is refused (core.queue: 503): without them a blackholed Redis held every request until the kernel
+# gave up on the connect (~2 min), and a hung one held a send for ever.
+REDIS_CONNECT_TIMEOUT = env_int("REDIS_CONNECT_TIMEOUT", 1, minimum=1)
+REDIS_SOCKET_TIMEOUT = env_int("REDIS_SOCKET_TIMEOUT", 2, minimum=1)
+
 def broker_url() -> str:
     url = env_str("CELERY_BROKER_URL") or env_str("REDIS_URL")
     if not url:
@@ -262,16 +271,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_RESULT_BACKEND = f"file://{VAR_DIR / 'celery-results'}"
     (VAR_DIR / "celery-results").mkdir(parents=True, exist_ok=True)
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600, "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                                       "socket_connect_timeout": REDIS_CONNECT_TIMEOUT}
     CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or CELERY_BROKER_URL
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 
 REDIS_URL = env_str("REDIS_URL")
-# A Redis that does not answer (a dropped route, a hung server) must cost a request at most these
-# seconds, after which the cache's users fail open (rate limits, the API throttle): without them a
-# blackholed Redis held every request until the kernel gave up on the connect (~2 min).
-REDIS_CONNECT_TIMEOUT = env_int("REDIS_CONNECT_TIMEOUT", 1, minimum=1)
-REDIS_SOCKET_TIMEOUT = env_int("REDIS_SOCKET_TIMEOUT", 2, minimum=1)
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
                           "OPTIONS": {"socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
@@ -285,16 +290,20 @@ AUDIT_SOFT_TIME_LIMIT = env_int("AUDIT_SOFT_TIME_LIMIT", 240, minimum=30)
 AUDIT_HARD_TIME_LIMIT = env_int("AUDIT_HARD_TIME_LIMIT", 300, minimum=60)
 if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("AUDIT_HARD_TIME_LIMIT must be greater than AUDIT_SOFT_TIME_LIMIT.")
-# Crash recovery (issue #8): a running audit writes a heartbeat; one silent for the lease lost its worker and
-# the reaper (every REAPER_INTERVAL_SECONDS) re-queues it once. A queued audit is sent again after
-# AUDIT_RESEND_AFTER_SECONDS (the broker may have lost the message) and fails after AUDIT_QUEUE_TIMEOUT_SECONDS.
-AUDIT_HEARTBEAT_SECONDS = env_int("AUDIT_HEARTBEAT_SECONDS", 10, minimum=1)
-AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 60, minimum=2)
+# Crash recovery (issues #8, #14): a running audit writes a heartbeat; one silent for the lease (and still
+# silent one heartbeat later) lost its worker, and the reaper (every REAPER_INTERVAL_SECONDS) re-queues it
+# once: a worker lost with its machine costs about lease + interval + heartbeat (~20 s); a process seen dead
+# on the same host is taken over at once. A worker process beats all its audits in one UPDATE per heartbeat
+# (bench/heartbeat_cost.py). A queued audit the broker refused or lost is sent as soon as the broker answers;
+# one sent AUDIT_RESEND_AFTER_SECONDS ago is sent again if the scan queue is empty; it fails after
+# AUDIT_QUEUE_TIMEOUT_SECONDS.
+AUDIT_HEARTBEAT_SECONDS = env_int("AUDIT_HEARTBEAT_SECONDS", 3, minimum=1)
+AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 15, minimum=2)
 if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("AUDIT_LEASE_SECONDS must be at least twice AUDIT_HEARTBEAT_SECONDS.")
 AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=1)
 AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
-REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 60, minimum=1)
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
 # Per socket operation; with one retry a silent target fails in about 25 s.
 SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)

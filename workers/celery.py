@@ -29,6 +29,10 @@ app.conf.update(
     # every task claims its row atomically, so a second delivery is harmless.
     task_acks_late=True,
     task_reject_on_worker_lost=True,
+    # How long the pool waits for a result a dead child may have sent before it calls the job lost and the
+    # message is redelivered (default 10 s). Results are ignored and the row is the truth (a redelivered
+    # finished audit is skipped), so waiting buys nothing: the redelivery then takes the audit over (#14).
+    worker_lost_wait=1.0,
     # An audit is about a second of CPU: a reserved audit would wait behind a busy pool process while
     # another idles. Prefetching 4 gained nothing measurable (bench/throughput.py, docs/decisions.md).
     worker_prefetch_multiplier=1,

@@ -59,6 +59,15 @@ def queue(site_ids: list[int]) -> dict:
     return {"audits": audits}
 
 
+def api_key(org_slug: str) -> str:
+    """A read-write API key of the organization, created by its owner: its plaintext."""
+    from tlsaudit.api.services import create_key
+    from tlsaudit.orgs.models import Membership
+
+    owner = Membership.objects.select_related("organization", "user").filter(organization__slug=org_slug).first()
+    return create_key(owner.organization, name="faults", scope="rw", created_by=owner.user)[1]
+
+
 def lab_audits(ca_file: str, ports: list[int], orgs: int = 1) -> dict:
     """lab_sites(), then one queued audit per site."""
     sites = lab_sites(ca_file, ports, orgs)

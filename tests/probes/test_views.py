@@ -172,3 +172,25 @@ def test_the_reaper_fails_probes_whose_worker_vanished(site_a, org_a):
     stuck.refresh_from_db()
     fresh.refresh_from_db()
     assert (stuck.status, stuck.error_code, fresh.status) == ("failed", "worker_lost", "running")
+
+
+def test_the_reaper_fails_a_probe_whose_process_died_on_this_host_at_once(site_a, org_a):
+    import subprocess
+    import sys
+
+    from django.utils import timezone
+
+    from tlsaudit.core import runners
+    from tlsaudit.probes.models import Probe
+    from tlsaudit.probes.services import reap_abandoned_probes
+
+    with subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE) as process:
+        runner = f"{runners.pid_space()} {process.pid} {runners.start_time(process.pid)}"
+        probe = Probe.objects.create(site=site_a, organization=org_a, status="running", started_at=timezone.now(),
+                                     runner=runner)
+        assert reap_abandoned_probes() == 0  # alive: a probe may take minutes
+        process.kill()
+        process.wait()
+    assert reap_abandoned_probes() == 1  # SIGKILLed with its worker: failed now, not after the hard time limit
+    probe.refresh_from_db()
+    assert (probe.status, probe.error_code) == ("failed", "worker_lost")

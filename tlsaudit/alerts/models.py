@@ -4,6 +4,7 @@ occurrence), and where it is pushed (Webhook) with every delivery attempt logged
 import secrets
 
 from django.db import models
+from django.urls import reverse
 
 from tlsaudit.domain import alerts as rules
 
@@ -106,3 +107,6 @@ class WebhookDelivery(models.Model):
     @property
     def kind(self) -> str:
         return self.event.kind if self.event_id else "test"
+
+    def get_absolute_url(self):
+        return reverse("alerts:settings", args=[self.webhook.organization.slug])  # where the delivery log is

@@ -17,6 +17,7 @@ from tlsaudit.alerts import webhooks
 from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
 from tlsaudit.audits.models import Audit
 from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
+from tlsaudit.core.queue import QueueUnavailable, enqueue
 from tlsaudit.domain import alerts as rules
 
 EVALUATE_TASK = "workers.tasks.alerts.evaluate_audit"
@@ -26,14 +27,9 @@ logger = logging.getLogger(__name__)
 
 
 def evaluate_on_commit(audit: Audit) -> None:
-    """The hook audits call when an audit finishes: evaluate alerts once the row is committed."""
-    transaction.on_commit(lambda: send_task(EVALUATE_TASK, audit.pk))
-
-
-def send_task(name: str, *args) -> None:
-    from workers.celery import app
-
-    app.send_task(name, args=list(args))
+    """The hook audits call when an audit finishes: evaluate alerts once the row is committed. With the
+    broker down its alerts are not evaluated (logged); the audit's result stands."""
+    enqueue(EVALUATE_TASK, audit.pk, unsent=lambda: None)
 
 
 # -- summaries ------------------------------------------------------------------------------
@@ -193,8 +189,16 @@ def queue_deliveries(event: AlertEvent) -> None:
 
 def queue_delivery(hook: Webhook, event: AlertEvent | None) -> WebhookDelivery:
     delivery = WebhookDelivery.objects.create(webhook=hook, event=event)
-    transaction.on_commit(lambda: send_task(DELIVER_TASK, delivery.pk))
+    enqueue(DELIVER_TASK, delivery.pk, unsent=lambda: fail_unsent(delivery))
     return delivery
+
+
+def fail_unsent(delivery: WebhookDelivery) -> QueueUnavailable:
+    """The broker refused the delivery's message: the delivery log shows it failed, and why."""
+    message = "The task queue was unavailable, so this delivery was not sent."
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status=WebhookDelivery.Status.FAILED, error=message)
+    delivery.status, delivery.error = WebhookDelivery.Status.FAILED, message
+    return QueueUnavailable(message, row=delivery)
 
 
 def attempt_row(delivery_id: int, attempt: int) -> WebhookDelivery | None:

@@ -3,7 +3,8 @@
 Status codes: 400 malformed request (bad JSON, bad query parameter, bad cursor), 401 no or bad
 key, 403 read-only key or role, 404 unknown or another organization's object, 409 conflicts
 with the current state (duplicate site, a run already in progress, reused Idempotency-Key),
-422 a well-formed body whose fields are not valid, 429 throttled or over a quota (Retry-After).
+422 a well-formed body whose fields are not valid, 429 throttled or over a quota (Retry-After),
+503 the task queue did not take the work just created (`queued: false`, the row in `created`).
 """
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -11,7 +12,11 @@ from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
+
+from tlsaudit.api.links import api_url
+from tlsaudit.core.queue import RETRY_AFTER_SECONDS, QueueUnavailable
 
 
 class BadQuery(exceptions.APIException):
@@ -62,6 +67,9 @@ def handle(exc, context):
         exc = exceptions.NotFound(str(exc) if str(exc) else None)
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied(str(exc) if str(exc) else None)
+    elif isinstance(exc, QueueUnavailable):
+        as_json(context.get("request"))
+        return not_queued(exc)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -70,6 +78,18 @@ def handle(exc, context):
         response.status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     response.data = {"error": body_of(exc)}
     return response
+
+
+def not_queued(refusal: QueueUnavailable) -> Response:
+    """503 + Retry-After: the work was created (its id, URL and status in `created`, its URL also in
+    `Location`) but its message is not in the queue; the message says what happens to it."""
+    body = {"error": {"code": "queue_unavailable", "message": refusal.message, "fields": {}}, "queued": False}
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+    if refusal.row is not None:
+        url = api_url(refusal.row)
+        body["created"] = {"id": refusal.row.pk, "url": url, "status": refusal.row.status}
+        headers["Location"] = url
+    return Response(body, status=status.HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
 
 
 def as_json(request) -> None:

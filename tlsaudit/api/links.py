@@ -14,6 +14,18 @@ from django.urls import get_script_prefix, reverse
 PLACEHOLDER = 987654321987  # an id no route's own text contains
 
 
+# Where the API shows each kind of work it starts (a webhook delivery: in its webhook's deliveries).
+DETAIL_ROUTES = {"audits.audit": "api:audit-detail", "loadtests.perfrun": "api:loadtest-detail",
+                 "probes.probe": "api:probe-detail", "reports.report": "api:report-detail"}
+
+
+def api_url(row) -> str:
+    """The API URL of a row of work (an audit, a run, a probe, a report, a webhook delivery)."""
+    if row._meta.label_lower == "alerts.webhookdelivery":
+        return object_url("api:webhook-deliveries", row.webhook_id)
+    return object_url(DETAIL_ROUTES[row._meta.label_lower], row.pk)
+
+
 def object_url(name: str, pk: int) -> str:
     """reverse(name, args=[pk]), for a route whose only argument is an object's id."""
     before, after = _template(name, get_script_prefix())

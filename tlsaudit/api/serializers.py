@@ -26,6 +26,19 @@ class ErrorSerializer(serializers.Serializer):
     error = ErrorBodySerializer()
 
 
+class CreatedWorkSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField(help_text="Poll it: an audit starts by itself once the queue is back.")
+    status = serializers.CharField(help_text="queued (an audit, sent once the queue is back) or failed (a run, a "
+                                             "probe, a report or a delivery: start it again).")
+
+
+class NotQueuedSerializer(serializers.Serializer):
+    error = ErrorBodySerializer()
+    queued = serializers.BooleanField(help_text="false: the work was created but is not in the task queue.")
+    created = CreatedWorkSerializer(help_text="The work that was created (also in `Location`).")
+
+
 class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     display_hostname = serializers.CharField(read_only=True)

@@ -31,10 +31,14 @@ class Audit(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     # Crash recovery (services.reap_abandoned): when it (re-)entered the queue, when its task message was last
-    # sent, and the last sign of life of the run that claimed it (attempt number `attempts`).
+    # sent (empty: the broker refused it, the reaper sends it once the broker answers), and the last sign
+    # of life of the run that claimed it (attempt number `attempts`).
     queued_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # The process that claimed it (core.runners.this_process): a reaper or a redelivery on the same
+    # host can see that it died without waiting for the lease. Empty when queued.
+    runner = models.CharField(max_length=255, blank=True)
     # [{"name": "tls_1_2_cipher_suites", "status": "done", "t": 1.23}, ...] appended as checks finish
     progress = models.JSONField(default=list, blank=True)
 

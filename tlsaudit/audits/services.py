@@ -6,9 +6,11 @@ Called by views, the Celery task and management commands; nothing here imports s
 from __future__ import annotations
 
 import logging
+import operator
 import threading
 import time
 from datetime import timedelta
+from functools import reduce
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -18,6 +20,8 @@ from django.utils import timezone
 
 from tlsaudit.alerts.services import evaluate_on_commit as evaluate_alerts_on_commit
 from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
+from tlsaudit.core import runners
+from tlsaudit.core.queue import QueueUnavailable, enqueue, messages_lost, queue_is_empty
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
@@ -30,6 +34,9 @@ ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
 EXPECTED_STEPS = 28
 # A run lost twice (its worker died twice) is failed rather than re-queued a third time.
 MAX_ATTEMPTS = 2
+# The second look at a silent heartbeat waits one heartbeat interval and this much (thread wake-up, the write).
+SECOND_LOOK_SLACK_SECONDS = 2
+WORKER_LOST = ("worker_lost", "The audit was interrupted twice (its worker stopped). Please retry.")
 # What a stopped or restarting PostgreSQL raises (InterfaceError: a connection it already closed).
 DATABASE_DOWN = (OperationalError, InterfaceError)
 log = logging.getLogger(__name__)
@@ -55,8 +62,21 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL) -> tuple[Audit
         audit = Audit.objects.create(site=site, organization_id=site.organization_id, trigger=trigger,
                                      requested_by=user if user and user.is_authenticated else None,
                                      host=site.hostname, port=site.https_port, queued_at=now, sent_at=now)
-        transaction.on_commit(lambda: send(audit.pk))
+        send(audit)
     return audit, True
+
+
+def send(audit: Audit) -> None:
+    """Send the audit's task on commit. If the broker refuses it, QueueUnavailable: the audit stays
+    queued, marked unsent, and the reaper sends it as soon as the broker answers again."""
+    enqueue(AUDIT_TASK, audit.pk, unsent=lambda: keep_unsent(audit))
+
+
+def keep_unsent(audit: Audit) -> QueueUnavailable:
+    Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(sent_at=None)
+    audit.sent_at = None
+    return QueueUnavailable("The audit is saved but not queued yet: the task queue is unavailable for a moment. "
+                            "It starts by itself as soon as the queue is back.", row=audit)
 
 
 def enforce_audit_limits(site) -> None:
@@ -80,19 +100,14 @@ def enforce_audit_limits(site) -> None:
             what=f"{target} was already audited {times(per_target)} (by all users of TLS Audit together)")
 
 
-def send(audit_id: int) -> None:
-    from workers.celery import app
-
-    app.send_task(AUDIT_TASK, args=[audit_id])
-
-
 def claim(audit_id: int) -> int | None:
     """One atomic UPDATE: whoever flips queued -> running owns the audit. Returns the attempt number,
-    the token every later write of this run is fenced with (a re-queued run has a higher one)."""
+    the token every later write of this run is fenced with (a re-queued run has a higher one). The
+    row records which process runs it (core.runners), so that its death can be seen at once."""
     with transaction.atomic():
         claimed = Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now(),
-            attempts=F("attempts") + 1, progress=[])
+            attempts=F("attempts") + 1, progress=[], runner=runners.this_process())
         if claimed != 1:
             return None
         return Audit.objects.values_list("attempts", flat=True).get(pk=audit_id)
@@ -112,6 +127,16 @@ def mark_sent(audit_id: int) -> None:
 def beat(audit_id: int, attempt: int) -> bool:
     """The run's sign of life; False once the run lost the row (re-queued or finished by the reaper)."""
     return owned(audit_id, attempt).update(heartbeat_at=timezone.now()) == 1
+
+
+def beat_all(attempts: dict[int, int]) -> set[int]:
+    """The signs of life of several runs (audit id -> attempt), one SELECT and one UPDATE for them all;
+    returns the ids whose run lost its row (re-queued, or finished)."""
+    rows = Audit.objects.filter(status=Audit.Status.RUNNING).filter(
+        reduce(operator.or_, (Q(pk=pk, attempts=attempt) for pk, attempt in attempts.items())))
+    alive = set(rows.values_list("pk", flat=True))
+    rows.update(heartbeat_at=timezone.now())
+    return set(attempts) - alive
 
 
 class ProgressRecorder:
@@ -263,80 +288,132 @@ def done_summary(site_id: int) -> dict:
             "cert_expires_at": expiry["first"]}
 
 
-def reap_abandoned(now=None) -> dict:
+def reap_abandoned(now=None, *, lost: bool | None = None) -> dict:
     """Recover audits whose worker or broker message was lost; beat runs this every REAPER_INTERVAL_SECONDS.
 
-    1. running, heartbeat silent for the lease (or past the hard time limit): the worker died (SIGKILL,
-       OOM, a lost machine). Re-queue it, unless it was already interrupted MAX_ATTEMPTS times: fail it;
-    2. queued longer than AUDIT_QUEUE_TIMEOUT_SECONDS: no worker takes scans; fail it with that reason;
-    3. queued, last sent more than AUDIT_RESEND_AFTER_SECONDS ago, while the broker's scan queue is
-       empty: its message was lost (a Redis restart without persistence, a flush), since none is
-       waiting its turn: send it again. A duplicate delivery is harmless: the claim is one atomic
-       UPDATE and the loser skips. With messages in the queue the workers are behind, not the broker:
-       resending then would only pile duplicates onto a backlog.
-    Every change is a conditional UPDATE, so two reapers, or a run finishing meanwhile, never collide.
+    1. queued longer than AUDIT_QUEUE_TIMEOUT_SECONDS: no worker takes scans; fail it with that reason;
+    2. queued without a message in the broker: send it (again). See resend_unsent;
+    3. running, and its run is gone (abandoned_runs): re-queue it, or fail it once it was interrupted
+       MAX_ATTEMPTS times.
+    `lost`: whether the broker lost every message it held since the last pass (core.queue.messages_lost,
+    asked here when not given). Every change is a conditional UPDATE, so two reapers, or a run finishing
+    meanwhile, never collide; a duplicate delivery is harmless: the claim is one atomic UPDATE.
     """
     now = now or timezone.now()
-    counts = {"requeued": 0, "failed": 0, "not_started": 0, "resent": 0}
+    counts = {"requeued": 0, "failed": 0, "not_started": fail_queued_too_long(now),
+              "resent": resend_unsent(now, messages_lost() if lost is None else lost)}
     for audit in abandoned_runs(now):
         if audit.attempts < MAX_ATTEMPTS:
             counts["requeued"] += requeue(audit, now)
         else:
-            counts["failed"] += fail_abandoned(audit, "worker_lost", "The audit was interrupted twice (its worker "
-                                                                     "stopped). Please retry.")
-    queued = Audit.objects.filter(status=Audit.Status.QUEUED)
-    timeout = settings.AUDIT_QUEUE_TIMEOUT_SECONDS
-    for audit in queued.alias(since=Coalesce("queued_at", "created_at")).filter(
-            since__lt=now - timedelta(seconds=timeout)):
-        counts["not_started"] += fail_abandoned(
-            audit, "not_started", f"No worker started this audit within {describe_seconds(timeout)}: the scan "
-                                  "workers are down or overloaded. Please retry later.", status=Audit.Status.QUEUED)
-    unsent = queued.alias(last_sent=Coalesce("sent_at", "created_at")).filter(
-        last_sent__lt=now - timedelta(seconds=settings.AUDIT_RESEND_AFTER_SECONDS))
-    if unsent.exists() and scan_queue_is_empty():
-        for audit in unsent:
-            if Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(sent_at=now) == 1:
-                send(audit.pk)
-                counts["resent"] += 1
+            counts["failed"] += fail_abandoned(audit, *WORKER_LOST)
     return counts
 
 
-def scan_queue_is_empty() -> bool:
-    """No audit message waits in the broker (a queue that does not exist holds none). False when the
-    broker cannot be asked: nothing could be sent then anyway."""
-    from kombu.exceptions import OperationalError as BrokerUnreachable
+def fail_queued_too_long(now) -> int:
+    timeout = settings.AUDIT_QUEUE_TIMEOUT_SECONDS
+    stale = Audit.objects.filter(status=Audit.Status.QUEUED).alias(since=Coalesce("queued_at", "created_at")).filter(
+        since__lt=now - timedelta(seconds=timeout))
+    return sum(fail_abandoned(audit, "not_started", f"No worker started this audit within {describe_seconds(timeout)}: "
+                                                    "the scan workers are down or overloaded. Please retry later.",
+                              status=Audit.Status.QUEUED) for audit in stale)
 
-    from workers.celery import app
 
-    queue = app.amqp.router.route({}, AUDIT_TASK)["queue"].name
-    with app.connection_for_write() as conn:
+def resend_unsent(now, lost: bool) -> int:
+    """Send the queued audits that have no message in the broker:
+    1. never handed to it: the broker refused their message (sent_at empty, see keep_unsent);
+    2. `lost`: the broker lost all it held (a Redis restart without persistence, a flush): every audit
+       sent before now. Marked unsent first, in one UPDATE, so a broker failing again half-way through
+       leaves the rest marked for the next pass;
+    3. sent more than AUDIT_RESEND_AFTER_SECONDS ago while the scan queue is empty: lost in a way
+       nothing announced (a web process killed between its commit and its send). With messages in
+       the queue the workers are behind, not the broker: resending would only grow the backlog.
+    Stops at the first refusal: the broker is down again, and the rest stay marked.
+    """
+    queued = Audit.objects.filter(status=Audit.Status.QUEUED)
+    if lost:
+        queued.filter(sent_at__lt=now).update(sent_at=None)
+    due = Q(sent_at__isnull=True)
+    long_ago = Q(sent_at__lt=now - timedelta(seconds=settings.AUDIT_RESEND_AFTER_SECONDS))
+    if queued.filter(long_ago).exists() and queue_is_empty(AUDIT_TASK):
+        due |= long_ago
+    sent = 0
+    for audit in queued.filter(due).only("pk", "sent_at"):
+        if Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED, sent_at=audit.sent_at).update(
+                sent_at=now) != 1:
+            continue  # claimed, or sent by another reaper, since it was read
         try:
-            conn.ensure_connection(max_retries=1, timeout=2)
-            return conn.default_channel.queue_declare(queue=queue, passive=True).message_count == 0
-        except conn.channel_errors as exc:
-            if str(getattr(exc, "reply_code", "")) == "404":  # NOT_FOUND: no such queue, so no message
-                return True
-            raise
-        except (BrokerUnreachable, *conn.connection_errors):
-            return False
+            send(audit)
+        except QueueUnavailable:
+            break
+        sent += 1
+    return sent
 
 
-def abandoned_runs(now):
-    silent = now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+def abandoned_runs(now) -> list[Audit]:
+    """Running audits whose run is gone:
+    1. certainly: its process died in this reaper's pid space (core.runners; e.g. another worker on this
+       host), or it is past the hard time limit (Celery kills a run there);
+    2. by its silence: no heartbeat for AUDIT_LEASE_SECONDS (a worker lost with its machine or
+       container), confirmed by a second look (still_silent).
+    """
+    running = Audit.objects.filter(status=Audit.Status.RUNNING).only(
+        "pk", "status", "attempts", "heartbeat_at", "started_at", "runner")
     past_limit = now - timedelta(seconds=settings.AUDIT_HARD_TIME_LIMIT + 60)
-    return Audit.objects.filter(Q(heartbeat_at__lt=silent) | Q(started_at__lt=past_limit),
-                                status=Audit.Status.RUNNING)
+    certain = [audit for audit in running
+               if (audit.started_at and audit.started_at < past_limit) or runners.is_gone(audit.runner)]
+    silent = running.filter(heartbeat_at__lt=now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)).exclude(
+        pk__in=[audit.pk for audit in certain])
+    return certain + still_silent(list(silent))
+
+
+def still_silent(audits: list[Audit]) -> list[Audit]:
+    """The audits whose heartbeat did not move during one more heartbeat interval. After a database
+    outage longer than the lease (a restart, a failover) every heartbeat is old, and the reaper's first
+    pass comes right after the database's return; a live run beats again within a heartbeat of it. So
+    silence counts only while the database demonstrably answered (read before and after the wait)."""
+    if not audits:
+        return []
+    time.sleep(settings.AUDIT_HEARTBEAT_SECONDS + SECOND_LOOK_SLACK_SECONDS)
+    beats = dict(Audit.objects.filter(pk__in=[audit.pk for audit in audits]).values_list("pk", "heartbeat_at"))
+    return [audit for audit in audits if beats.get(audit.pk, audit.heartbeat_at) == audit.heartbeat_at]
 
 
 def requeue(audit: Audit, now) -> int:
-    """Back to the queue, unless its run came back to life (or finished) since it was read."""
-    if Audit.objects.filter(pk=audit.pk, status=Audit.Status.RUNNING, attempts=audit.attempts,
-                            heartbeat_at=audit.heartbeat_at).update(
-            status=Audit.Status.QUEUED, queued_at=now, sent_at=now, progress=[]) != 1:
+    """Back to the queue and sent, unless its run came back to life (or finished) since it was read."""
+    if not back_to_queue(audit, now):
         return 0
     log.warning("audit %s: attempt %s lost its worker; re-queued", audit.pk, audit.attempts)
-    send(audit.pk)
+    try:
+        send(audit)
+    except QueueUnavailable:
+        pass  # marked unsent: the next pass sends it once the broker answers
     return 1
+
+
+def back_to_queue(audit: Audit, now) -> bool:
+    return Audit.objects.filter(pk=audit.pk, status=Audit.Status.RUNNING, attempts=audit.attempts,
+                                heartbeat_at=audit.heartbeat_at).update(
+        status=Audit.Status.QUEUED, queued_at=now, sent_at=now, progress=[], runner="") == 1
+
+
+def take_over(audit: Audit) -> bool:
+    """For a delivery that finds its audit running: if the run's process is certainly gone (a pool
+    child SIGKILLed mid-scan, whose message Celery redelivered at once), put the audit back in the queue
+    for this delivery to run (True), or fail it after MAX_ATTEMPTS. A run that may be alive is left alone
+    (False): a live run's message comes back too, when kombu restores unacknowledged messages after a
+    broker connection closed."""
+    if audit.status != Audit.Status.RUNNING or not runners.is_gone(audit.runner):
+        return False
+    if audit.attempts >= MAX_ATTEMPTS:
+        fail_abandoned(audit, *WORKER_LOST)
+        return False
+    if not back_to_queue(audit, timezone.now()):
+        return False
+    log.warning("audit %s: attempt %s lost its process; taken over by its redelivered message", audit.pk,
+                audit.attempts)
+    audit.status = Audit.Status.QUEUED
+    return True
 
 
 def fail_abandoned(audit: Audit, code: str, message: str, status=Audit.Status.RUNNING) -> int:

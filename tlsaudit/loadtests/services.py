@@ -14,6 +14,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 
@@ -184,14 +185,20 @@ def queue_run(site, kind: str, raw_params: dict, *, user=None) -> PerfRun:
         run = PerfRun.objects.create(site=site, organization_id=site.organization_id, kind=kind, params=params,
                                      requested_by=user if user and user.is_authenticated else None,
                                      host=site.hostname)
-        transaction.on_commit(lambda: send(run.pk))
+        enqueue(START_TASK, run.pk, unsent=lambda: fail_unsent(run))
     return run
 
 
-def send(run_id: int) -> None:
-    from workers.celery import app
+def fail_unsent(run: PerfRun) -> QueueUnavailable:
+    """The broker refused the run's message: it ends failed at once, saying so. A load test runs when its
+    owner starts it, not whenever the broker comes back; starting it again is one click."""
+    message = "The task queue was unavailable, so this run did not start. Please start it again in a moment."
+    return QueueUnavailable(message, row=fail(run, "queue_unavailable", message))
 
-    app.send_task(START_TASK, args=[run_id])
+
+def resend_queued_runs() -> int:
+    """After the broker lost its messages: send the queued runs again (a duplicate loses the claim)."""
+    return resend_queued(PerfRun.objects.filter(status=PerfRun.Status.QUEUED), START_TASK)
 
 
 # --- the run on the worker ---------------------------------------------------------------

@@ -17,6 +17,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from tlsaudit.core.queue import QueueUnavailable
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
 
 RUN_TASK = "workers.tasks.schedule.run_scheduled_audit"
@@ -125,7 +126,10 @@ def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool 
     run = claim_run(site, run_date, caught_up=caught_up)
     if run is None:
         return "duplicate"
-    audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE)
+    try:
+        audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE)
+    except QueueUnavailable as refusal:
+        audit = refusal.row  # saved and marked unsent: the reaper sends it once the broker answers
     ScheduledRun.objects.filter(pk=run.pk).update(audit=audit)
     return "queued"
 

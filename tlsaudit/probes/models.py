@@ -25,6 +25,8 @@ class Probe(models.Model):
     loads_total = models.PositiveIntegerField(default=0)
     current_step = models.CharField(max_length=120, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
+    # The process that claimed it (core.runners.this_process): the reaper on the same host sees it die.
+    runner = models.CharField(max_length=255, blank=True)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

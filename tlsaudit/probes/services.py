@@ -14,6 +14,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.core import runners
+from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
 from tlsaudit.probes.models import Probe
@@ -100,8 +102,19 @@ def queue_probe(site, raw_params: dict, *, user) -> Probe:
                                                      f"hours: the maximum is {settings.PROBE_RUNS_PER_DAY} per day.")
         probe = Probe.objects.create(site=site, organization=org, params=params, requested_by=user,
                                      host=site.hostname, loads_total=loads_planned(params))
-        transaction.on_commit(lambda: send(probe.pk))
+        enqueue(PROBE_TASK, probe.pk, unsent=lambda: fail_unsent(probe))
     return probe
+
+
+def fail_unsent(probe: Probe) -> QueueUnavailable:
+    """The broker refused the probe's message: it ends failed at once, saying so (as a load run does)."""
+    message = "The task queue was unavailable, so this probe did not start. Please start it again in a moment."
+    return QueueUnavailable(message, row=fail(probe, "queue_unavailable", message))
+
+
+def resend_queued_probes() -> int:
+    """After the broker lost its messages: send the queued probes again (a duplicate loses the claim)."""
+    return resend_queued(Probe.objects.filter(status=Probe.Status.QUEUED), PROBE_TASK)
 
 
 def enforce_probe_limits(org, site) -> None:
@@ -120,19 +133,13 @@ def loads_planned(params: dict) -> int:
     return len(params["variants"]) * len(MODES) * params["runs"]
 
 
-def send(probe_id: int) -> None:
-    from workers.celery import app
-
-    app.send_task(PROBE_TASK, args=[probe_id])
-
-
 # --- the probe on the worker -------------------------------------------------------------------
 
 def claim(probe_id: int, ip: str | None) -> bool:
     """One atomic UPDATE: whoever flips queued -> running owns the probe."""
     return Probe.objects.filter(pk=probe_id, status=Probe.Status.QUEUED).update(
         status=Probe.Status.RUNNING, started_at=timezone.now(), ip=ip, attempts=F("attempts") + 1,
-        loads_done=0, current_step="Starting the browser") == 1
+        loads_done=0, current_step="Starting the browser", runner=runners.this_process()) == 1
 
 
 def record_progress(probe_id: int, done: int, total: int, step: str) -> None:
@@ -172,15 +179,13 @@ def fail(probe: Probe, code: str, message: str, duration_s: float | None = None)
 
 
 def reap_abandoned_probes(now=None) -> int:
-    """Probes 'running' past the hard time limit lost their worker (and its browser): fail them."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
+    """Probes 'running' whose worker (and its browser) is gone: its process died on this reaper's host
+    (core.runners: seen at once), or it is past the hard time limit (anywhere). Fail them."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.PROBE_HARD_TIME_LIMIT + 60)
     count = 0
-    for probe in Probe.objects.filter(status=Probe.Status.RUNNING, started_at__lt=cutoff):
-        fail(probe, "worker_lost", "The probe was interrupted (its worker stopped). Please run it again.")
-        count += 1
+    for probe in Probe.objects.filter(status=Probe.Status.RUNNING):
+        if (probe.started_at and probe.started_at < cutoff) or runners.is_gone(probe.runner):
+            fail(probe, "worker_lost", "The probe was interrupted (its worker stopped). Please run it again.")
+            count += 1
     return count

@@ -26,6 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
+from tlsaudit.core.queue import enqueue, follow_up
 from tlsaudit.reports import services
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
 
@@ -83,17 +84,10 @@ def start(schedule: ReportSchedule, period: str) -> Report | None:
         deliveries = [DigestDelivery.objects.create(organization_id=schedule.organization_id, schedule=schedule,
                                                     report=report, period=period, recipient=to)
                       for to in recipients]
-        ids = [d.pk for d in deliveries]
-        transaction.on_commit(lambda: send(report.pk, ids))
+        # Render on the browser queue (same task as the UI's reports); each delivery runs once it is done.
+        enqueue(services.RENDER_TASK, report.pk, link=[follow_up(DELIVER_TASK, d.pk) for d in deliveries],
+                unsent=lambda: services.fail_unsent(report))
     return report
-
-
-def send(report_id: int, delivery_ids: list[int]) -> None:
-    """Render on the browser queue (same task as the UI's reports); each delivery runs once it is done."""
-    from workers.celery import app
-
-    links = [app.signature(DELIVER_TASK, args=[pk], immutable=True) for pk in delivery_ids]
-    app.send_task(services.RENDER_TASK, args=[report_id], link=links)
 
 
 def deliver(delivery_id: int) -> str:

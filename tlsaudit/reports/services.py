@@ -10,6 +10,7 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.reports import presenters
 from tlsaudit.reports.models import Report
 
@@ -27,14 +28,19 @@ def queue_report(org, *, site=None, user=None) -> tuple[Report, bool]:
             return active, False
         report = Report.objects.create(organization=org, site=site, kind=kind,
                                        requested_by=user if user and user.is_authenticated else None)
-        transaction.on_commit(lambda: send(report.pk))
+        enqueue(RENDER_TASK, report.pk, unsent=lambda: fail_unsent(report))
     return report, True
 
 
-def send(report_id: int) -> None:
-    from workers.celery import app
+def fail_unsent(report: Report) -> QueueUnavailable:
+    """The broker refused the report's message: failed at once, saying so; asking again is one click."""
+    message = "The task queue was unavailable, so this report was not made. Please ask for it again in a moment."
+    return QueueUnavailable(message, row=fail(report, message))
 
-    app.send_task(RENDER_TASK, args=[report_id])
+
+def resend_queued_reports() -> int:
+    """After the broker lost its messages: send the queued reports again (a duplicate loses the claim)."""
+    return resend_queued(Report.objects.filter(status=Report.Status.QUEUED), RENDER_TASK)
 
 
 def claim(report_id: int) -> bool:

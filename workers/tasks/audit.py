@@ -2,7 +2,6 @@
 
 import logging
 import tempfile
-import threading
 import time
 from contextlib import contextmanager, suppress
 
@@ -12,7 +11,9 @@ from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
+from tlsaudit.core import runners
 from workers.celery import app
+from workers.tasks.heartbeat import keep_alive
 from workers.tasks.transient import DATABASE_DOWN
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,11 @@ def run_audit(self, audit_id: int) -> str:
     from workers.tls.target import resolve_target
 
     audit = Audit.objects.select_related("site__organization").filter(pk=audit_id).first()
+    if audit is not None:
+        # A redelivery after its run's process died (Celery requeues the message of a SIGKILLed pool child) runs it now.
+        services.take_over(audit)
     if audit is None or audit.status != Audit.Status.QUEUED:
-        return "skipped"  # deleted with its site, or another delivery already ran it
+        return "skipped"  # deleted with its site, or another delivery already ran it (or runs it)
     site = audit.site
     try:
         target = resolve_target(site.hostname, site.https_port, pinned_ip=site.pinned_ip,
@@ -93,47 +97,27 @@ def retrying_while_database_down(write, *args, **kwargs):
 
 
 @contextmanager
-def keep_alive(audit_id: int, attempt: int, lock_key: str):
-    """Beat the row's heartbeat and extend the target lock from a thread while the scan runs: a run
-    whose beat stops for AUDIT_LEASE_SECONDS lost its worker; the reaper re-queues it, and its lock
-    has expired by then, so the next attempt can scan the server."""
-    from tlsaudit.audits import services
-
-    stop = threading.Event()
-
-    def beat_until_stopped():
-        while not stop.wait(settings.AUDIT_HEARTBEAT_SECONDS):
-            with suppress(RedisError):
-                cache.touch(lock_key, settings.AUDIT_LEASE_SECONDS)
-            try:
-                if not services.beat(audit_id, attempt):
-                    return  # the run just finished, or the reaper gave its row to a new attempt
-            except DATABASE_DOWN as exc:
-                log.warning("audit %s: heartbeat not recorded (%s)", audit_id, exc)
-            finally:
-                connection.close()  # this thread's own connection
-
-    thread = threading.Thread(target=beat_until_stopped, name=f"audit-{audit_id}-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-
-
-@contextmanager
 def target_lock(ip: str, port: int, audit_id: int):
     """At most one audit per ip:port at a time (cache.add is SET NX on Redis). Yields the key when
-    locked, else None. The lock lasts one lease; keep_alive extends it while the scan runs."""
-    key = f"tlsaudit:scanlock:{ip}:{port}"
-    locked = cache.add(key, audit_id, timeout=settings.AUDIT_LEASE_SECONDS)
+    locked, else None. The lock lasts one lease; keep_alive extends it while the scan runs. It holds
+    "<audit id> <process>": a lock whose process is certainly dead (core.runners) is taken over at once,
+    instead of a lease later (a SIGKILLed pool child's audit, run again by its redelivered message)."""
+    key, token = f"tlsaudit:scanlock:{ip}:{port}", f"{audit_id} {runners.this_process()}"
+    locked = cache.add(key, token, timeout=settings.AUDIT_LEASE_SECONDS)
+    if not locked and holder_is_gone(cache.get(key)):
+        cache.delete(key)
+        locked = cache.add(key, token, timeout=settings.AUDIT_LEASE_SECONDS)
     try:
         yield key if locked else None
     finally:
         # Redis down now: the lock expires by itself, and the stored result must not turn into an error.
         with suppress(RedisError):
-            if locked and cache.get(key) == audit_id:
+            if locked and cache.get(key) == token:
                 cache.delete(key)
+
+
+def holder_is_gone(holder) -> bool:
+    return isinstance(holder, str) and runners.is_gone(holder.partition(" ")[2])
 
 
 @contextmanager

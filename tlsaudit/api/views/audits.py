@@ -27,6 +27,7 @@ from tlsaudit.api.views.common import (
     EXISTING_HEADER,
     FIELDS_PARAM,
     IDEMPOTENCY_PARAM,
+    NOT_QUEUED,
     PAGE_SIZE_PARAM,
     UnverifiedEmail,
     acting_user,
@@ -127,7 +128,8 @@ class SiteAuditList(CsvListMixin, mixins.ListModelMixin, OrgView):
                     f"202) with the header `{EXISTING_HEADER}: true` and nothing new starts. Audits are limited per "
                     "organization per hour and per target: over a limit the answer is 429 with `Retry-After`.",
         request=AuditTriggerSerializer, parameters=[IDEMPOTENCY_PARAM],
-        responses={202: OpenApiResponse(AuditSerializer, description="The new (or already active) audit.")})
+        responses={202: OpenApiResponse(AuditSerializer, description="The new (or already active) audit."),
+                   (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request, pk):
         site = site_in(self.org, pk)

@@ -9,12 +9,13 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from tlsaudit.api.errors import BadQuery, QuotaExceeded
 from tlsaudit.api.models import ApiKey
+from tlsaudit.api.serializers import NotQueuedSerializer
 from tlsaudit.core.ratelimits import times_since
 from tlsaudit.domain.ratelimit import seconds_until_free
 from tlsaudit.orgs.models import Membership
@@ -26,6 +27,10 @@ EXISTING_HEADER = "Already-Active"
 
 FIELDS_PARAM = OpenApiParameter("fields", str, description="Comma-separated top-level field names to return.")
 PAGE_SIZE_PARAM = OpenApiParameter("page_size", int, description="Items per page (default 50, at most 200).")
+NOT_QUEUED = OpenApiResponse(NotQueuedSerializer, description=(
+    "The task queue (Redis) is unavailable: the work was created (`created`, `Location`) but not queued "
+    "(`queued: false`). An audit starts by itself once the queue is back; a load test, probe, report or test "
+    "delivery is marked failed: start it again after `Retry-After` seconds. Code `queue_unavailable`."))
 IDEMPOTENCY_PARAM = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER,
     description="Any unique string (e.g. a UUID): a retry with the same key and body gets the first response "

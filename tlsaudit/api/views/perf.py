@@ -20,6 +20,7 @@ from tlsaudit.api.serializers_perf import (
 from tlsaudit.api.views.common import (
     FIELDS_PARAM,
     IDEMPOTENCY_PARAM,
+    NOT_QUEUED,
     PAGE_SIZE_PARAM,
     acting_user,
     accepted,
@@ -111,7 +112,8 @@ class SiteLoadTestList(SiteRunList):
                    description="The site must be verified (its owner proved control). Answers 202 with the queued "
                                "run and its URL in `Location`. " + REFUSALS_DOC,
                    request=LoadRunRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
-                   responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run.")})
+                   responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run."),
+                              (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request, pk):
         return self.queue_from_body(request, pk, LoadRunRequestSerializer)
@@ -129,7 +131,8 @@ class SiteHandshakeList(SiteRunList):
                    description="The site must be verified. Answers 202 with the queued run and its URL in "
                                "`Location`; read it at /loadtests/{id}/. " + REFUSALS_DOC,
                    request=HandshakeRunRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
-                   responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run.")})
+                   responses={202: OpenApiResponse(PerfRunSerializer, description="The queued run."),
+                              (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request, pk):
         return self.queue_from_body(request, pk, HandshakeRunRequestSerializer, PerfRun.Kind.HANDSHAKES)

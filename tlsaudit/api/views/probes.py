@@ -20,6 +20,7 @@ from tlsaudit.api.serializers_probes import (
 from tlsaudit.api.views.common import (
     FIELDS_PARAM,
     IDEMPOTENCY_PARAM,
+    NOT_QUEUED,
     PAGE_SIZE_PARAM,
     Refused,
     acting_user,
@@ -62,7 +63,8 @@ class SiteProbeList(CsvListMixin, mixins.ListModelMixin, OrgView):
                     "`unverified_email`; 409 `busy` (one probe per site at a time); 429 `probes_per_org`, "
                     "`probes_per_target` or `cap_probes_per_day` with `Retry-After`.",
         request=ProbeRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
-        responses={202: OpenApiResponse(ProbeSerializer, description="The queued probe.")})
+        responses={202: OpenApiResponse(ProbeSerializer, description="The queued probe."),
+                   (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request, pk):
         site = site_in(self.org, pk)

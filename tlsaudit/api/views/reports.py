@@ -17,6 +17,7 @@ from tlsaudit.api.serializers_reports import ReportRequestSerializer, ReportSeri
 from tlsaudit.api.views.common import (
     FIELDS_PARAM,
     IDEMPOTENCY_PARAM,
+    NOT_QUEUED,
     PAGE_SIZE_PARAM,
     acting_user,
     accepted,
@@ -64,7 +65,8 @@ class ReportList(CsvListMixin, mixins.ListModelMixin, OrgView):
                                "done, `download_url` gives the PDF. If the same report is already being made, "
                                "that one is returned (still 202) with `Already-Active: true`.",
                    request=ReportRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
-                   responses={202: OpenApiResponse(ReportSerializer, description="The queued report.")})
+                   responses={202: OpenApiResponse(ReportSerializer, description="The queued report."),
+                              (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request):
         body = ReportRequestSerializer(data=request.data, org=self.org)

@@ -24,7 +24,14 @@ from tlsaudit.api.serializers_webhooks import (
     WebhookSerializer,
     WebhookWriteSerializer,
 )
-from tlsaudit.api.views.common import FIELDS_PARAM, IDEMPOTENCY_PARAM, PAGE_SIZE_PARAM, accepted, choice
+from tlsaudit.api.views.common import (
+    FIELDS_PARAM,
+    IDEMPOTENCY_PARAM,
+    NOT_QUEUED,
+    PAGE_SIZE_PARAM,
+    accepted,
+    choice,
+)
 
 MANAGE = "manage_org"   # as the dashboard's alert settings
 
@@ -106,7 +113,8 @@ class WebhookTest(OrgView):
                    description="Queues a signed `{\"kind\": \"test\"}` POST to the webhook; answers 202 with the "
                                "delivery, whose status and response code appear in the deliveries list.",
                    request=None, parameters=[IDEMPOTENCY_PARAM],
-                   responses={202: OpenApiResponse(DeliverySerializer, description="The queued delivery.")})
+                   responses={202: OpenApiResponse(DeliverySerializer, description="The queued delivery."),
+                              (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request, pk):
         hook = get_object_or_404(Webhook.objects.filter(organization=self.org), pk=pk)
