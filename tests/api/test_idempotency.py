@@ -203,8 +203,9 @@ def test_of_retries_racing_for_a_lapsed_lease_exactly_one_takes_it(api, site_a, 
     outcomes = race(8, take)
 
     assert outcomes.count(2) == 1, outcomes
-    assert sorted(set(outcomes) - {2}) in (["409 after 45 s"], ["409 after 44 s", "409 after 45 s"],
-                                            ["409 after 44 s"]), outcomes
+    # The losers wait for the winner's new lease: 45 s less what a busy machine took since it began.
+    waits = [int(o.split()[2]) for o in outcomes if o != 2]
+    assert len(waits) == 7 and all(30 <= w <= 45 for w in waits), outcomes
     assert IdempotencyRecord.objects.get().attempt == 2
 
 
