@@ -37,7 +37,7 @@ MW_EXACT_MAX = 50                # exact Mann-Whitney distribution below this ma
 
 # What a comparison concluded (`Change["verdict"]`).
 HIGHER, LOWER, NO_DIFFERENCE = "higher", "lower", "no significant difference"
-SINGLE, NO_DATA = "single run, no interval", "no data"
+SINGLE, NO_DATA, TOO_SHORT = "single run, no interval", "no data", "too short to conclude"
 
 
 # --- basics ----------------------------------------------------------------------------------
@@ -211,6 +211,26 @@ def paired_change(pairs, level: float = LEVEL) -> dict:
     return change(math.exp(mean), math.exp(mean - half), math.exp(mean + half), n, "paired t on log ratios")
 
 
+def inconclusive(result: dict) -> dict:
+    """The change, marked "too short to conclude": shown as those words, never drawn."""
+    return {**result, "verdict": TOO_SHORT}
+
+
+def pooled_paired_change(groups: list[list], level: float = LEVEL) -> dict:
+    """One change over several comparisons (e.g. every concurrency level of a sweep), by repeat: for
+    each repeat, the mean log ratio over its pairs; then the t interval over the repeats. The estimate
+    is the geometric mean of the ratios minus 1: one level 350x apart cannot outweigh the rest as an
+    arithmetic mean of % does. `groups[r]` holds repeat r's (base, other) pairs."""
+    means = []
+    for pairs in groups:
+        usable = usable_pairs(pairs)
+        if usable:
+            means.append(sum(math.log(b / a) for a, b in usable) / len(usable))
+    if not means:
+        return no_change()
+    return paired_change([(1.0, math.exp(m)) for m in means], level)
+
+
 def negated(result: dict) -> dict:
     """The same comparison as a cost of the other sign: for rates, (base - other) / base is the cost
     when `result` is the change (other - base) / base. Keeps "faster = negative" for requests/s."""
@@ -291,6 +311,24 @@ def shift_change(base: list[float], other: list[float], level: float = LEVEL) ->
         return change(math.exp(shift), None, None, n, "Hodges-Lehmann (too few values for a 95 % interval)")
     return change(math.exp(shift), math.exp(bounds[0]), math.exp(bounds[1]), n,
                   "Hodges-Lehmann with the Mann-Whitney interval")
+
+
+# --- words ----------------------------------------------------------------------------------------
+
+def change_words(result: dict, side: str = "HTTPS", slower: str = "slower", faster: str = "faster") -> str:
+    """The verdict in words for a page, a CSV cell or a terminal: "HTTPS slower", "HTTPS faster",
+    "no significant difference", "single run, no interval", "too short to conclude", "no data"."""
+    return {HIGHER: f"{side} {slower}", LOWER: f"{side} {faster}"}.get(result["verdict"], result["verdict"])
+
+
+def change_text(result: dict, **words) -> str:
+    """"-99.7 % [-99.8, -99.6] (HTTPS faster)", or only the words when there is no number to show."""
+    if result["verdict"] in (TOO_SHORT, NO_DATA, NO_DIFFERENCE):
+        return change_words(result, **words)
+    number = f"{result['pct']:+.1f} %"
+    if result["low_pct"] is not None:
+        number += f" [{result['low_pct']:+.1f}, {result['high_pct']:+.1f}]"
+    return f"{number} ({change_words(result, **words)})"
 
 
 # --- too short to conclude ------------------------------------------------------------------------
