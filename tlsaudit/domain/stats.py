@@ -322,9 +322,12 @@ def change_words(result: dict, side: str = "HTTPS", slower: str = "slower", fast
 
 
 def change_text(result: dict, **words) -> str:
-    """"-99.7 % [-99.8, -99.6] (HTTPS faster)", or only the words when there is no number to show."""
-    if result["verdict"] in (TOO_SHORT, NO_DATA, NO_DIFFERENCE):
+    """"-99.7 % [-99.8, -99.6] (HTTPS faster)"; "no significant difference (95 % interval -8.0 … +2.2 %)",
+    not a number; only the words when there is nothing to show (too short, no data)."""
+    if result["verdict"] in (TOO_SHORT, NO_DATA):
         return change_words(result, **words)
+    if result["verdict"] == NO_DIFFERENCE:
+        return f"{NO_DIFFERENCE} (95 % interval {result['low_pct']:+.1f} … {result['high_pct']:+.1f} %)"
     number = f"{result['pct']:+.1f} %"
     if result["low_pct"] is not None:
         number += f" [{result['low_pct']:+.1f}, {result['high_pct']:+.1f}]"

@@ -15,7 +15,7 @@ def presets_within(limits) -> list[dict]:
         found.append(preset("load", f"HTTPS: {n} requests, concurrency {c}", f"ab -n {n} -c {c}",
                              [("scheme", "https"), ("requests", n), ("concurrency", c)]))
     quick = [lv for lv in levels if lv <= 40] or levels[:1]
-    sweep_n = min(100, max_n)
+    sweep_n = min(500, max_n)   # per repeat (3 by default): 100 ran for a few ms on a fast site
     found.append(preset("sweep", "Quick sweep", f"HTTP vs HTTPS at {fmt(quick)}, {sweep_n} requests each",
                         [("levels", fmt(quick)), ("requests", max(sweep_n, quick[-1])), ("modes", "new")]))
     full_n = min(500, max_n)
