@@ -245,14 +245,14 @@ def run_figures(report: dict) -> dict:
 def cell_summary(runs: list[dict]) -> dict:
     """The repeats of one cell (scheme x level x mode): median and 95 % interval of requests/s, wall
     time and median latency over the repeats, and whether any repeat was too short to conclude from."""
-    reasons = [run["too_short"] for run in runs if run["too_short"]]
-    needed = [run["needed"] for run in runs if run["too_short"] and run["needed"]]
+    short = sorted((run for run in runs if run["too_short"]), key=lambda run: run["wall_s"] or 0)
+    typical = short[(len(short) - 1) // 2] if short else None   # the median short run speaks for them
     return {"repeats": len(runs),
             "requests_per_second": stats.median_interval([run["requests_per_second"] for run in runs]),
             "time_s": stats.median_interval([run["wall_s"] for run in runs]),
             "p50_ms": stats.median_interval([run["p50_ms"] for run in runs]),
-            "too_short": f"{len(reasons)} of {len(runs)} runs too short ({reasons[0]})" if reasons else None,
-            "needed_requests": max(needed) if needed else None}
+            "too_short": f"{len(short)} of {len(runs)} runs too short ({typical['too_short']})" if short else None,
+            "needed_requests": typical["needed"] if typical else None}
 
 
 def overhead(http_runs: dict[int, dict], https_runs: dict[int, dict]) -> dict:
