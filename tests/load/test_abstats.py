@@ -230,6 +230,17 @@ def test_a_single_run_has_an_estimate_and_no_interval_and_a_side_with_nothing_ha
     assert nothing["requests_per_second_overhead_pct"] is None and nothing["https"]["too_short"]
 
 
+def test_time_is_compared_per_request_when_a_run_stopped_at_its_time_limit():
+    # HTTP behind a slow link stopped at 5 s after 1,000 of 1,500 requests; HTTPS did all 1,500 in 2 s.
+    runs = [run("new", 10, "http", r, 5.0, complete=1000) for r in range(3)]
+    runs += [run("new", 10, "https", r, 2.0 + r / 10, complete=1500) for r in range(3)]
+    row = sweep_summary(runs)["new"]["levels"][0]
+    # per request: 5 ms vs ~1.4 ms, i.e. about -73 %; the walls alone (5 s vs 2.1 s) would say -58 %
+    assert row["time_taken_overhead_pct"] == pytest.approx(-72.0, abs=1.0)
+    assert row["requests_per_second_overhead_pct"] == pytest.approx(-257, abs=5)
+    assert row["time_taken_overhead"]["verdict"] == row["requests_per_second_overhead"]["verdict"] == stats.LOWER
+
+
 def test_runs_stored_before_wall_times_use_abs_time_taken():
     figures = run_figures({"time_taken_s": 2.5, "complete_requests": 500, "latency_ms": {"p50": 3.0}})
     assert (figures["wall_s"], figures["requests_per_second"], figures["too_short"]) == (2.5, 200.0, None)

@@ -238,6 +238,7 @@ def run_figures(report: dict) -> dict:
     wall = report.get("wall_s") or report.get("time_taken_s")
     done = report.get("complete_requests") or 0
     return {"wall_s": wall, "complete": done, "requests_per_second": done / wall if wall and done else None,
+            "time_per_request_s": wall / done if wall and done else None,
             "p50_ms": (report.get("latency_ms") or {}).get("p50"), "too_short": stats.too_short(wall, done),
             "needed": stats.needed_count(wall, done)}
 
@@ -258,9 +259,12 @@ def cell_summary(runs: list[dict]) -> dict:
 def overhead(http_runs: dict[int, dict], https_runs: dict[int, dict]) -> dict:
     """TLS overhead at one level from the repeats paired by repeat number (interleaved runs):
     time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS is
-    faster, with 95 % intervals (stats.paired_change); "too short to conclude" when a run was."""
+    faster, with 95 % intervals (stats.paired_change); "too short to conclude" when a run was.
+    Time is compared per completed request: the seeds' "time taken" when both sides did all n
+    requests, and still a fair comparison when a run stopped at its time limit or lost requests."""
     repeats = sorted(set(http_runs) & set(https_runs))
-    time = stats.paired_change([(http_runs[r]["wall_s"], https_runs[r]["wall_s"]) for r in repeats])
+    time = stats.paired_change([(http_runs[r]["time_per_request_s"], https_runs[r]["time_per_request_s"])
+                                for r in repeats])
     rate = stats.negated(stats.paired_change([(http_runs[r]["requests_per_second"],
                                                https_runs[r]["requests_per_second"]) for r in repeats]))
     if any(run["too_short"] for run in [*http_runs.values(), *https_runs.values()]):
@@ -308,17 +312,20 @@ def shown_pct(change: dict) -> float | None:
 def average_row(rows: list[dict]) -> dict:
     """Geometric mean of the per-level ratios, by repeat, over the levels that concluded."""
     usable = [row for row in rows if row["time_taken_overhead"]["verdict"] != stats.TOO_SHORT]
-    repeats = sorted({r for row in usable for r in row["pairs"]["http"] if r in row["pairs"]["https"]})
-    time_groups = [[(row["pairs"]["http"][r]["wall_s"], row["pairs"]["https"][r]["wall_s"]) for row in usable
-                    if r in row["pairs"]["http"] and r in row["pairs"]["https"]] for r in repeats]
-    rate_groups = [[(row["pairs"]["http"][r]["requests_per_second"], row["pairs"]["https"][r]["requests_per_second"])
-                    for row in usable if r in row["pairs"]["http"] and r in row["pairs"]["https"]] for r in repeats]
-    time, rate = stats.pooled_paired_change(time_groups), stats.negated(stats.pooled_paired_change(rate_groups))
+    time = stats.pooled_paired_change(groups_by_repeat(usable, "time_per_request_s"))
+    rate = stats.negated(stats.pooled_paired_change(groups_by_repeat(usable, "requests_per_second")))
     if not usable and rows:
         time, rate = stats.inconclusive(time), stats.inconclusive(rate)
     return {"levels_used": [row["concurrency"] for row in usable],
             "time_taken_overhead": time, "requests_per_second_overhead": rate,
             "time_taken_overhead_pct": shown_pct(time), "requests_per_second_overhead_pct": shown_pct(rate)}
+
+
+def groups_by_repeat(rows: list[dict], key: str) -> list[list[tuple]]:
+    """Per repeat, the (HTTP, HTTPS) pairs of `key` of every row that ran that repeat on both sides."""
+    repeats = sorted({r for row in rows for r in row["pairs"]["http"] if r in row["pairs"]["https"]})
+    return [[(row["pairs"]["http"][r][key], row["pairs"]["https"][r][key]) for row in rows
+             if r in row["pairs"]["http"] and r in row["pairs"]["https"]] for r in repeats]
 
 
 def without_pairs(summary: dict) -> dict:
