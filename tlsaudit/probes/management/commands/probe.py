@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand
 
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
+from tlsaudit.domain.stats import change_text
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
@@ -147,7 +148,8 @@ def cli_json(result: dict, scheme: str) -> dict:
                 for v in ("https", "http") if f"{v}_cold" in summary}
     chosen = variants.get(scheme) or {"cold": medians(None), "warm": medians(None)}
     return {"url_scheme": scheme, "cold": chosen["cold"], "warm": chosen["warm"], "variants": variants,
-            "increase_pct": result["increase_pct"], "variant_errors": result["variant_errors"],
+            "increase_pct": result["increase_pct"], "increase": result.get("increase") or {},
+            "variant_errors": result["variant_errors"],
             "browser": result["browser"], "duration_s": result["duration_s"], "result": result}
 
 
@@ -168,7 +170,12 @@ def render_text(result: dict) -> str:
     for mode, row in result["increase_pct"].items():
         if row:
             shown = ", ".join(f"{k} {fmt(v)}%" for k, v in row.items() if v is not None)
-            lines.append(f"HTTPS over HTTP, {mode}: {shown}")
+            lines.append(f"HTTPS over HTTP, {mode} (medians): {shown}")
+    for mode, row in (result.get("increase") or {}).items():
+        for metric in ("tls", "ttfb", "load"):
+            if metric in row:
+                lines.append(f"HTTPS vs HTTP, {mode} {metric} over the loads: "
+                             f"{change_text(row[metric])}")
     for variant, error in result["variant_errors"].items():
         lines.append(f"{variant} failed: {error['message']}")
     return "\n".join(lines) + "\n"
