@@ -285,3 +285,12 @@ def test_our_report_has_abs_lines_and_counts_for_the_same_target(tls_lab, scheme
     ab_percent_rows = re.findall(r"^\s+(\d+)%", ab_out, re.M)
     assert re.findall(r"^\s+(\d+)%", ours, re.M) == ab_percent_rows == ["50", "66", "75", "80", "90", "95", "98",
                                                                          "99", "100"]
+
+
+def test_a_run_stopped_at_its_time_limit_says_so_instead_of_asking_for_more_requests():
+    slow = run_figures({"wall_s": 5.0, "complete_requests": 42, "requests_planned": 500, "latency_ms": {"p50": 119}})
+    assert slow["too_short"] == ("42 samples (< 100), stopped at its time limit: the site is too slow for this "
+                                 "level in one run")
+    assert slow["needed"] is None
+    done = run_figures({"wall_s": 0.5, "complete_requests": 500, "requests_planned": 500, "latency_ms": {"p50": 1}})
+    assert done["needed"] == 1200

@@ -155,7 +155,7 @@ class HandshakeRunRequestSerializer(serializers.Serializer):
     agents_levels = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, min_length=1,
                                           max_length=MAX_LEVELS, help_text="Concurrent agents per cell "
                                                                            "(default 10, 25, 50).")
-    per_agent = serializers.IntegerField(required=False, min_value=1, help_text="Handshakes per agent (default 10).")
+    per_agent = serializers.IntegerField(required=False, min_value=1, help_text="Handshakes per agent (default 20).")
     resume = serializers.BooleanField(required=False, help_text="Also time resumed handshakes.")
     suites = serializers.ListField(child=serializers.CharField(max_length=80), required=False,
                                    max_length=MAX_SUITES, help_text="IANA suite names to pin (default: the "

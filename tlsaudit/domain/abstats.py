@@ -159,6 +159,7 @@ def ab_report(result: dict) -> dict:
         "document_path": spec.get("path") or "/",
         "document_length": result.get("document_length"),
         "concurrency_level": spec["concurrency"],
+        "requests_planned": spec.get("requests"),
         "keepalive": bool(spec.get("keepalive")),
         "time_taken_s": time_taken,
         "complete_requests": done,
@@ -237,10 +238,20 @@ def run_figures(report: dict) -> dict:
     wall time, the median latency, and why the run is too short to conclude from (None if it is not)."""
     wall = report.get("wall_s") or report.get("time_taken_s")
     done = report.get("complete_requests") or 0
+    planned = report.get("requests_planned")
+    stopped = bool(planned) and done + (report.get("failed_requests") or 0) < planned and not report.get("cancelled")
     return {"wall_s": wall, "complete": done, "requests_per_second": done / wall if wall and done else None,
             "time_per_request_s": wall / done if wall and done else None,
-            "p50_ms": (report.get("latency_ms") or {}).get("p50"), "too_short": stats.too_short(wall, done),
-            "needed": stats.needed_count(wall, done)}
+            "p50_ms": (report.get("latency_ms") or {}).get("p50"), "too_short": too_short_reason(wall, done, stopped),
+            "needed": None if stopped else stats.needed_count(wall, done)}
+
+
+def too_short_reason(wall: float | None, done: int, stopped_early: bool) -> str | None:
+    """stats.too_short, saying when the run stopped at its time limit (more requests would not help)."""
+    reason = stats.too_short(wall, done)
+    if reason and stopped_early:
+        return f"{reason}, stopped at its time limit: the site is too slow for this level in one run"
+    return reason
 
 
 def cell_summary(runs: list[dict]) -> dict:

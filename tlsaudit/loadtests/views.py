@@ -27,6 +27,7 @@ def overview_context(org, site, **extra) -> dict:
     return {"org": org, "site": site, "verification": proofs.verification_for(site), "limits": limits,
             "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
             "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
+            "default_per_agent": services.DEFAULT_PER_AGENT,
             "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_run_s": f"{stats.MIN_RUN_S:g}",
             "min_run_samples": stats.MIN_RUN_SAMPLES,
             # The list shows no results: leave the (large) JSON of twenty runs in the database.
@@ -91,7 +92,7 @@ def params_from_post(kind: str, post) -> dict:
         "sweep": {"levels": post.get("levels", ""), "requests": post.get("requests", 500),
                   "modes": post.getlist("modes") or ["new"], "path": post.get("path", "/")},
         "handshakes": {"versions": post.getlist("versions") or ["1.2", "1.3"],
-                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", 10),
+                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", services.DEFAULT_PER_AGENT),
                        "resume": post.get("resume") == "on"},
     }
     if post.get("repeats"):

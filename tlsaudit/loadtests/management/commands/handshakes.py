@@ -45,7 +45,7 @@ class Command(BaseCommand):
                             help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
                                  "and the TLS 1.2 ECDHE AEAD suites the server accepts)")
         parser.add_argument("--agents", default="10", help="concurrent agents, one level or a list: 10,25,50")
-        parser.add_argument("--per-agent", default="10", help="handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--per-agent", default="20", help="handshakes per agent and cell (default %(default)s)")
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
                             help="rounds of every cell after the warm-up (default %(default)s; 1 = no interval)")
         parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")

@@ -3,8 +3,8 @@
                              [--processes P] [--json]
 
 What TLS costs a site, the seeds' way, measured soundly: after a discarded warm-up per side, R rounds
-(default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back,
-the pair's order alternating by round (so drift hits both sides and neither always goes first).
+(default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back
+(each run also stops after -t seconds, default 5, as on the dashboard), the pair's order alternating by round (so drift hits both sides and neither always goes first).
 Per level: the medians over the repeats with 95 % intervals, and the overhead signed, with its
 interval: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS
 is faster; "no significant difference" when the interval spans 0; "too short to conclude" for runs
@@ -26,7 +26,7 @@ from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
     EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, fail, no_connection_message,
     nothing_connected, parse_common, parse_int, parse_seconds, pin_target)
-from tlsaudit.loadtests.plans import WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
+from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
 from tlsaudit.loadtests.terminal import Progress, startup_line, startup_s
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
@@ -51,8 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--levels", default=DEFAULT_LEVELS, help=f"concurrency levels (default {DEFAULT_LEVELS})")
         parser.add_argument("-n", dest="requests", default=str(DEFAULT_REQUESTS),
                             help=f"requests per level, side and repeat (default {DEFAULT_REQUESTS})")
-        parser.add_argument("-t", dest="time_limit", default=None,
-                            help="also stop each run after this many seconds (like ab -t; default: no limit)")
+        parser.add_argument("-t", dest="time_limit", default=f"{RUN_TIME_LIMIT_S:g}",
+                            help="stop each run after this many seconds if its n requests are not done by then (like "
+                                 "ab -t; default %(default)s, as the dashboard's sweeps; 0 = no limit)")
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
                             help=f"rounds of every level and side (default {DEFAULT_REPEATS}; 1 = no interval)")
 
@@ -100,7 +101,8 @@ def parse_overhead(options) -> dict:
     levels = parse_levels(options["levels"])
     requests = parse_int(options["requests"], "-n", 1, MAX_REQUESTS)
     repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
-    time_limit = parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S) if options.get("time_limit") else None
+    time_limit = (parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S)
+                  if options.get("time_limit") not in (None, "", "0") else None)
     if requests < max(levels):
         raise ValueError(f"-n {requests} is less than the highest level {max(levels)}: "
                          f"every level needs at least as many requests as connections")
