@@ -21,7 +21,7 @@ from tlsaudit.domain import stats
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
-from tlsaudit.loadtests.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_AGENTS = 200

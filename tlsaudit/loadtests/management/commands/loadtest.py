@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand
 
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
-from tlsaudit.loadtests.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool

@@ -27,7 +27,7 @@ from tlsaudit.loadtests.management.commands.loadtest import (
     EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, fail, no_connection_message,
     nothing_connected, parse_common, parse_int, parse_seconds, pin_target)
 from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
-from tlsaudit.loadtests.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500

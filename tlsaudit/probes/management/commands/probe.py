@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
 from tlsaudit.domain.stats import change_text
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
@@ -50,7 +51,12 @@ class Command(BaseCommand):
         from workers.browser.spec import ProbeSpec
 
         spec = ProbeSpec(**spec_kwargs)
-        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS)
+        startup = startup_s()
+        progress = Progress.for_command(self, self.as_json, unit="page loads")
+        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+                           on_progress=lambda done, total, _load: progress(done, total))
+        progress.finish(len(result["loads"]))
+        result["startup_s"] = startup
         if result["error"] is not None:
             return self.fail(result["error"]["code"], result["error"]["message"], result=result)
         scheme = options["_scheme"]
@@ -150,7 +156,8 @@ def cli_json(result: dict, scheme: str) -> dict:
     return {"url_scheme": scheme, "cold": chosen["cold"], "warm": chosen["warm"], "variants": variants,
             "increase_pct": result["increase_pct"], "increase": result.get("increase") or {},
             "variant_errors": result["variant_errors"],
-            "browser": result["browser"], "duration_s": result["duration_s"], "result": result}
+            "browser": result["browser"], "duration_s": result["duration_s"], "startup_s": result.get("startup_s"),
+            "result": result}
 
 
 def render_text(result: dict) -> str:
@@ -178,6 +185,8 @@ def render_text(result: dict) -> str:
                              f"{change_text(row[metric])}")
     for variant, error in result["variant_errors"].items():
         lines.append(f"{variant} failed: {error['message']}")
+    if result.get("startup_s") is not None:
+        lines.append(startup_line(result["startup_s"]))
     return "\n".join(lines) + "\n"
 
 
