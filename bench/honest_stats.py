@@ -12,7 +12,7 @@
    values and 1,000 / 2,000 (the default) / 10,000 resamples.
 3. Default run durations: `overhead` with the dashboard's sweep defaults (levels 1,20,40, new
    connections, n=500 per run, 5 s per run at most, 3 repeats, warm-up) and `handshakes` with its
-   defaults (10 agents x 10, 3 repeats, warm-up, two suites), against the nginx lab on loopback and
+   defaults (10 agents x 20, 3 repeats, warm-up, two suites), against the nginx lab on loopback and
    behind a 50 ms round trip (tests/loadtests/slow_link.py, 25 ms each way), wall time of the command.
 
 The lab is `tests/support/tls_servers.py` (fixture `load_no_resumption`: every handshake full).
@@ -124,7 +124,7 @@ def measure_durations(lab, recorder: Recorder) -> None:
             wall, report = manage("handshakes", f"localhost:{https_port}", "--ip", "127.0.0.1", "--suites", SUITES)
             rows = report["tls13_vs_tls12"]
             recorder.figure(f"default handshake run duration, {network}", wall, "s",
-                            note="10 agents x 10, 3 repeats, 2 suites; TLS 1.3 vs 1.2: " + ", ".join(
+                            note="10 agents x 20, 3 repeats, 2 suites; TLS 1.3 vs 1.2: " + ", ".join(
                                 f"{r['family']} {r['tls13_vs_tls12']['pct']:+.1f} % ({r['tls13_vs_tls12']['verdict']})"
                                 for r in rows if r["tls13_vs_tls12"]["pct"] is not None))
 
