@@ -23,6 +23,28 @@ function phasesChart(canvas, spec) {
   });
 }
 
+// Signed changes (HTTPS against HTTP) with their 95 % intervals: bars up or down from zero.
+function changeChart(canvas, spec) {
+  return new Chart(canvas, {
+    type: "bar",
+    data: {
+      labels: spec.labels,
+      datasets: spec.datasets.map((d, i) => ({
+        label: d.label, data: d.data, intervals: d.intervals, backgroundColor: PHASE_COLORS[(i + 2) % PHASE_COLORS.length],
+      })),
+    },
+    options: {
+      animation: false,
+      scales: {
+        x: { title: { display: true, text: spec.x_title } },
+        y: { beginAtZero: true, ...window.intervalRange(spec), title: { display: true, text: spec.y_title } },
+      },
+      plugins: { tooltip: { callbacks: { afterLabel: window.intervalLabel } } },
+    },
+    plugins: [window.intervalBars],
+  });
+}
+
 function waterfallChart(canvas, spec) {
   const rows = spec.datasets[0].data;
   // The box's height grows with the rows; set here because the CSP forbids style="" in the page.
@@ -61,6 +83,7 @@ function drawBrowserCharts() {
     if (!canvas || canvas.dataset.drawn) return;
     canvas.dataset.drawn = "1";
     if (spec.type === "waterfall") waterfallChart(canvas, spec);
+    else if (spec.datasets.some((d) => d.intervals)) changeChart(canvas, spec);
     else phasesChart(canvas, spec);
   });
 }

@@ -118,20 +118,20 @@ def test_a_load_test_is_queued_with_202_and_its_url(org_a, alice, verified, djan
     assert response["Location"] == detail(run) == response.json()["url"]
     assert (run.kind, run.status, run.requested_by) == ("load", "queued", alice)
     assert run.params == {"scheme": "https", "requests": 50, "concurrency": 5, "keepalive": True, "path": "/health",
-                          "timeout_s": 10.0}
+                          "timeout_s": 10.0, "repeats": 3}
     assert len(callbacks) == 1
 
 
 def test_a_sweep_and_a_handshake_run_are_queued_with_their_params(api, verified):
-    sweep = api.post(loadtests(verified), {"kind": "sweep", "levels": [1, 5], "requests": 20, "modes": ["new"]},
-                     format="json")
+    sweep = api.post(loadtests(verified), {"kind": "sweep", "levels": [1, 5], "requests": 20, "modes": ["new"],
+                                           "repeats": 5}, format="json")
     assert sweep.status_code == 202, sweep.content
-    assert sweep.json()["params"] == {"levels": [1, 5], "requests": 20, "modes": ["new"], "path": "/"}
+    assert sweep.json()["params"] == {"levels": [1, 5], "requests": 20, "modes": ["new"], "path": "/", "repeats": 5}
     PerfRun.objects.filter(pk=sweep.json()["id"]).update(status="done")
     hs = api.post(handshakes(verified), {"versions": ["1.3"], "agents_levels": [2], "per_agent": 3}, format="json")
     assert hs.status_code == 202, hs.content
     assert hs.json()["kind"] == "handshakes" and hs.json()["params"] == {
-        "versions": ["1.3"], "agents_levels": [2], "per_agent": 3, "resume": False, "suites": []}
+        "versions": ["1.3"], "agents_levels": [2], "per_agent": 3, "resume": False, "suites": [], "repeats": 3}
 
 
 @pytest.mark.parametrize("body, field", [
@@ -298,15 +298,16 @@ def test_runs_started_over_the_api_report_ab_figures_and_percentiles(load_worker
                                                                       lab_site):  # noqa: F811
     client = client_with(make_key(org_a, keys.READ_WRITE, "perf ci", created_by=alice)[1])
     # Given a load test started over the API
-    response = client.post(loadtests(lab_site), {"kind": "load", "requests": 20, "concurrency": 2, "path": PATH},
-                           format="json")
+    response = client.post(loadtests(lab_site), {"kind": "load", "requests": 20, "concurrency": 2, "path": PATH,
+                                                 "repeats": 1}, format="json")
     assert response.status_code == 202, response.content
     run = wait_finished(PerfRun.objects.get(pk=response.json()["id"]))
     assert run.status == "done", run.error_message
     # Then its page in the API has ab's report, the "served within" percentiles and the dashboard's charts
     body = client.get(response["Location"]).json()
-    assert (body["status"], body["progress_percent"], body["work_done"]) == ("done", 100, 20)
-    [step] = body["results"]
+    assert (body["status"], body["progress_percent"], body["work_done"]) == ("done", 100, 40)   # warm-up + 1 run
+    warmup, step = body["results"]
+    assert (warmup["warmup"], step["warmup"], step["repeat"]) == (True, False, 0)
     assert step["report"]["complete_requests"] == 20 and step["report"]["failed_requests"] == 0
     assert step["report"]["requests_per_second"] > 0 and step["scheme"] == "https"
     percentiles = step["percentiles_ms"]
@@ -314,17 +315,20 @@ def test_runs_started_over_the_api_report_ab_figures_and_percentiles(load_worker
     assert all(isinstance(v, int) for v in percentiles.values())
     assert percentiles["50"] <= percentiles["99"] <= percentiles["100"]
     charts = {c["id"]: c for c in body["charts"]}
-    assert set(charts) == {"latency-new", "times-new"}
+    assert set(charts) == {"rate-new", "latency-new", "times-new"}
     assert charts["latency-new"]["table"]["rows"][0][1] == percentiles["50"]
+    # one run of 20 requests: a figure without an interval, and too short to conclude: said, not drawn
+    assert body["summary"]["cell"]["requests_per_second"]["method"] == "single run, no interval"
+    assert charts["rate-new"]["datasets"][0]["data"] == [None] and charts["rate-new"]["warnings"]
 
     # And a handshake run over the API gives the timing statistics of each cell (no encoded histograms)
-    response = client.post(handshakes(lab_site), {"versions": ["1.2", "1.3"], "agents_levels": [2], "per_agent": 3},
-                           format="json")
+    response = client.post(handshakes(lab_site), {"versions": ["1.2", "1.3"], "agents_levels": [2], "per_agent": 3,
+                                                  "repeats": 1}, format="json")
     assert response.status_code == 202, response.content
     run = wait_finished(PerfRun.objects.get(pk=response.json()["id"]))
     assert run.status == "done", run.error_message
     body = client.get(response["Location"]).json()
-    cells = {entry["result"]["version"]: entry for entry in body["results"]}
+    cells = {entry["result"]["version"]: entry for entry in body["results"] if not entry["cell"]["warmup"]}
     assert set(cells) == {"1.2", "1.3"}
     for entry in cells.values():
         assert entry["result"]["count"] == 6 and entry["result"]["p50_ms"] > 0 and entry["cell"]["agents"] == 2

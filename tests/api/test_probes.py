@@ -219,7 +219,10 @@ def test_a_probe_started_over_the_api_is_run_by_chromium(browser_worker, org_a, 
     assert set(body["increase_pct"]) == {"cold", "warm"}
     tables = {t["id"]: t for t in body["tables"]}
     assert set(tables) == {"requests", "increase"} and len(tables["requests"]["rows"]) == 4
-    assert "phases" in {c["id"] for c in body["charts"]}
+    assert {"phases", "change"} <= {c["id"] for c in body["charts"]}
+    # one load per side cannot give a 95 % interval: an estimate, and it says so
+    assert body["increase"]["cold"]["load"]["verdict"] == "single run, no interval"
+    assert body["increase"]["cold"]["load"]["pct"] is not None and body["increase"]["cold"]["load"]["low_pct"] is None
     assert body["page"]["tls"]["protocol"].startswith("TLS")
     raw = client.get(response["Location"], {"include": "raw"}).json()["raw"]
     assert len(raw["loads"]) == 4 and all(load["ok"] for load in raw["loads"])

@@ -132,6 +132,23 @@ def test_it_detects_mixed_content_on_an_https_page(probe_site, probe_browser, si
 
 def test_it_stops_when_cancelled_between_loads(probe_browser, site_spec):
     asked = []
+    # asked before each load: the two warm-ups, two recorded loads, then the answer is "stop"
     result = run_probe(ProbeSpec(**site_spec, runs=2), browser=probe_browser, allow_private=True,
-                       cancel=lambda: asked.append(1) or len(asked) > 2)
+                       cancel=lambda: asked.append(1) or len(asked) > 4)
     assert result["error"]["code"] == "cancelled" and len(result["loads"]) == 2
+
+
+def documents_served(probe_site) -> int:
+    log = probe_site.directory / "access.log"
+    return sum(1 for line in log.read_text().splitlines() if '"GET / HTTP' in line)
+
+
+def test_a_warm_up_load_per_variant_comes_first_and_is_discarded(probe_browser, site_spec, probe_site):
+    before = documents_served(probe_site)
+    result = run_probe(ProbeSpec(**site_spec, runs=1), browser=probe_browser, allow_private=True)
+    assert result["error"] is None, result["error"]
+    # two warm-ups (one per variant), two cold loads, two warm reloads revalidating the document
+    assert documents_served(probe_site) - before == 6
+    assert [(x["variant"], x["mode"]) for x in result["loads"]] == [
+        ("https", "cold"), ("http", "cold"), ("https", "warm"), ("http", "warm")]
+    assert not any(x.get("warmup") for x in result["loads"])

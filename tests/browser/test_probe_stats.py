@@ -2,7 +2,8 @@
 
 import pytest
 
-from tlsaudit.domain.probe_stats import increase_pct, medians, percent_increase, quantile, spread, summarize
+from tlsaudit.domain.probe_stats import (increase, increase_pct, medians, percent_increase, quantile, spread,
+                                         summarize)
 
 
 def load(variant, mode, requests=8, bytes_=1000, tls=5.0, load_ms=100.0, flagged=False, **extra):
@@ -60,3 +61,34 @@ def test_it_has_no_increase_row_without_both_variants():
     summary = summarize([load("https", "cold"), load("https", "warm")])
     assert increase_pct(summary) == {"cold": {}, "warm": {}}
     assert summarize([load("https", "cold", ok=False)]) == {}
+
+
+def loads_of(variant, mode, load_times, tls=5.0):
+    return [load(variant, mode, load_ms=ms, tls=tls if variant == "https" else 0.0) for ms in load_times]
+
+
+def test_the_increase_over_the_loads_is_signed_with_its_interval():
+    # HTTP page loads take ~300 ms (a slow link), HTTPS ~100 ms: HTTPS faster is negative, and significant
+    loads = loads_of("http", "cold", [300, 310, 290, 305, 295]) + loads_of("https", "cold", [100, 98, 103, 101, 99])
+    change = increase(loads)["cold"]["load"]
+    assert change["pct"] == pytest.approx(-66.7, abs=1) and change["high_pct"] < 0
+    assert change["verdict"] == "lower" and change["method"].startswith("Hodges-Lehmann")
+    slower = increase(loads_of("http", "cold", [100, 98, 103, 101, 99]) +
+                      loads_of("https", "cold", [130, 128, 133, 131, 129]))["cold"]["load"]
+    assert slower["pct"] == pytest.approx(30, abs=1) and slower["verdict"] == "higher"
+
+
+def test_overlapping_loads_are_no_significant_difference_and_too_few_have_no_interval():
+    same = increase(loads_of("http", "cold", [100, 120, 90, 110, 105]) +
+                    loads_of("https", "cold", [104, 95, 115, 100, 108]))["cold"]["load"]
+    assert same["verdict"] == "no significant difference" and same["low_pct"] < 0 < same["high_pct"]
+    few = increase(loads_of("http", "cold", [300, 310, 290]) + loads_of("https", "cold", [100, 98, 103]))
+    assert few["cold"]["load"]["low_pct"] is None and few["cold"]["load"]["verdict"] == "single run, no interval"
+
+
+def test_a_phase_http_does_not_have_is_not_compared_and_warm_ups_are_left_out():
+    loads = loads_of("http", "cold", [300] * 4) + loads_of("https", "cold", [100] * 4)
+    loads.append({**load("https", "cold", load_ms=5000.0), "warmup": True})
+    result = increase(loads)
+    assert "tls" not in result["cold"] and result["warm"] == {}   # HTTP has no TLS; no warm loads
+    assert result["cold"]["load"]["pct"] == pytest.approx(-66.7, abs=0.1)

@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from tlsaudit.domain.abstats import (ab_median, ab_percentile, ab_report, ab_text, ab_sd, overhead, round_ms,
+from tlsaudit.domain import stats
+from tlsaudit.domain.abstats import (ab_median, ab_percentile, ab_report, ab_text, ab_sd, round_ms, run_figures,
                                      sweep_summary)
 from workers.load.merge import encode_histogram, new_histogram, record_values
 from workers.load.spec import LoadCounters, LoadSpec
@@ -151,30 +152,98 @@ def test_failed_requests_print_the_breakdown_and_no_table_for_zero_done():
 
 # --- HTTP vs HTTPS ------------------------------------------------------------------------------------------
 
-def test_overhead_is_the_absolute_difference_over_http():
-    cost = overhead({"time_taken_s": 1.0, "requests_per_second": 100.0},
-                    {"time_taken_s": 1.5, "requests_per_second": 66.0})
-
-    assert cost["time_taken_pct"] == pytest.approx(50.0)
-    assert cost["requests_per_second_pct"] == pytest.approx(34.0)
-    assert overhead({"time_taken_s": 0, "requests_per_second": None},
-                    {"time_taken_s": 1, "requests_per_second": 5})["time_taken_pct"] is None
+def run(mode, level, scheme, repeat, wall_s, complete=500, p50_ms=1.0):
+    report = {"wall_s": wall_s, "complete_requests": complete, "latency_ms": {"p50": p50_ms}}
+    return {"mode": mode, "level": level, "scheme": scheme, "repeat": repeat, **run_figures(report)}
 
 
-def test_the_sweep_summary_averages_each_column_over_the_levels():
-    levels = [{"concurrency": 1, "http": {"time_taken_s": 1.0, "requests_per_second": 100.0},
-               "https": {"time_taken_s": 2.0, "requests_per_second": 50.0}},
-              {"concurrency": 20, "http": {"time_taken_s": 0.5, "requests_per_second": 200.0},
-               "https": {"time_taken_s": 0.6, "requests_per_second": 150.0}}]
+def sweep(walls: dict, mode="new", complete=500) -> list[dict]:
+    """walls: {level: [(http_wall, https_wall) per repeat]}"""
+    return [run(mode, level, scheme, r, pair[i], complete) for level, pairs in walls.items()
+            for r, pair in enumerate(pairs) for i, scheme in enumerate(("http", "https"))]
 
-    summary = sweep_summary(levels)
 
-    assert [row["concurrency"] for row in summary["levels"]] == [1, 20]
-    assert summary["levels"][0]["time_taken_overhead_pct"] == pytest.approx(100.0)
-    assert summary["levels"][1]["requests_per_second_overhead_pct"] == pytest.approx(25.0)
-    assert summary["average"]["time_taken_overhead_pct"] == pytest.approx((100.0 + 20.0) / 2)
-    assert summary["average"]["requests_per_second_overhead_pct"] == pytest.approx((50.0 + 25.0) / 2)
-    assert summary["average"]["http_requests_per_second"] == pytest.approx(150.0)
+def test_https_faster_gives_negative_overheads_for_time_and_requests_per_second():
+    # HTTP behind a 50 ms link, HTTPS local: HTTPS finishes in ~1/350 of the time.
+    summary = sweep_summary(sweep({1: [(350.0, 1.0), (340.0, 1.0), (360.0, 1.0)]}))["new"]
+    row = summary["levels"][0]
+    assert row["time_taken_overhead_pct"] == pytest.approx(-99.7, abs=0.05)
+    assert row["requests_per_second_overhead_pct"] == pytest.approx(-34_900, rel=0.02)
+    for change in (row["time_taken_overhead"], row["requests_per_second_overhead"]):
+        assert change["high_pct"] < 0 and change["verdict"] == stats.LOWER
+    assert summary["average"]["time_taken_overhead_pct"] == pytest.approx(row["time_taken_overhead_pct"])
+    assert summary["average"]["requests_per_second_overhead"]["verdict"] == stats.LOWER
+
+
+def test_https_slower_is_positive_and_the_average_is_a_signed_geometric_mean():
+    summary = sweep_summary(sweep({1: [(1.0, 2.0), (1.1, 2.2), (1.0, 2.0)],
+                                   20: [(2.0, 2.5), (2.0, 2.5), (2.2, 2.75)]}))["new"]
+    first, second = summary["levels"]
+    assert first["time_taken_overhead_pct"] == pytest.approx(100.0)
+    assert first["requests_per_second_overhead_pct"] == pytest.approx(50.0)
+    assert second["time_taken_overhead_pct"] == pytest.approx(25.0)
+    # sqrt(2 x 1.25) - 1 = 58.1 %, not the mean of % (62.5): one far level cannot outweigh the others.
+    assert summary["average"]["time_taken_overhead_pct"] == pytest.approx(58.11, abs=0.01)
+    assert summary["average"]["levels_used"] == [1, 20]
+
+
+def test_opposite_directions_average_to_their_signed_geometric_mean_not_an_unsigned_one():
+    summary = sweep_summary(sweep({1: [(1.0, 2.0)] * 3, 20: [(2.0, 1.0)] * 3}))["new"]
+    assert [row["time_taken_overhead_pct"] for row in summary["levels"]] == [100.0, -50.0]
+    assert summary["average"]["time_taken_overhead_pct"] == pytest.approx(0.0)
+    assert summary["average"]["time_taken_overhead"]["verdict"] == stats.NO_DIFFERENCE
+
+
+def test_each_cell_has_its_median_and_interval_over_the_repeats():
+    row = sweep_summary(sweep({1: [(2.0, 4.0), (2.2, 4.4), (2.4, 4.2)]}))["new"]["levels"][0]
+    assert row["http"]["repeats"] == 3 and row["http"]["time_s"]["median"] == 2.2
+    rps = row["https"]["requests_per_second"]
+    assert rps["median"] == pytest.approx(500 / 4.2) and rps["low"] < rps["median"] < rps["high"]
+
+
+def test_a_run_under_a_second_makes_its_level_too_short_to_conclude_and_leaves_the_average():
+    summary = sweep_summary(sweep({1: [(2.0, 4.0), (2.2, 4.4), (2.4, 4.2)],
+                                   20: [(0.05, 0.2), (0.06, 0.21), (0.05, 0.2)]}))["new"]
+    short = summary["levels"][1]
+    assert short["time_taken_overhead"]["verdict"] == stats.TOO_SHORT
+    assert short["time_taken_overhead_pct"] is None and short["requests_per_second_overhead_pct"] is None
+    assert short["http"]["too_short"] == "3 of 3 runs too short (ran 0.05 s (< 1 s))"
+    assert short["http"]["needed_requests"] == 12_000     # 10,000 requests/s for 1 s, with a 20 % margin
+    assert summary["average"]["levels_used"] == [1]
+
+
+def test_too_few_requests_are_too_short_even_when_slow():
+    row = sweep_summary(sweep({1: [(3.0, 4.0)] * 3}, complete=40))["new"]["levels"][0]
+    assert row["time_taken_overhead"]["verdict"] == stats.TOO_SHORT
+    assert row["https"]["too_short"].endswith("(40 samples (< 100))")
+
+
+def test_a_single_run_has_an_estimate_and_no_interval_and_a_side_with_nothing_has_no_ratio():
+    single = sweep_summary(sweep({1: [(1.0, 1.5)]}))["new"]["levels"][0]
+    assert single["time_taken_overhead_pct"] == pytest.approx(50.0)
+    assert single["time_taken_overhead"]["verdict"] == stats.SINGLE
+    runs = sweep({1: [(2.0, 2.0)] * 3})
+    for r in runs:
+        if r["scheme"] == "https":
+            r.update(run_figures({"wall_s": 2.0, "complete_requests": 0}))
+    nothing = sweep_summary(runs)["new"]["levels"][0]
+    assert nothing["requests_per_second_overhead_pct"] is None and nothing["https"]["too_short"]
+
+
+def test_time_is_compared_per_request_when_a_run_stopped_at_its_time_limit():
+    # HTTP behind a slow link stopped at 5 s after 1,000 of 1,500 requests; HTTPS did all 1,500 in 2 s.
+    runs = [run("new", 10, "http", r, 5.0, complete=1000) for r in range(3)]
+    runs += [run("new", 10, "https", r, 2.0 + r / 10, complete=1500) for r in range(3)]
+    row = sweep_summary(runs)["new"]["levels"][0]
+    # per request: 5 ms vs ~1.4 ms, i.e. about -73 %; the walls alone (5 s vs 2.1 s) would say -58 %
+    assert row["time_taken_overhead_pct"] == pytest.approx(-72.0, abs=1.0)
+    assert row["requests_per_second_overhead_pct"] == pytest.approx(-257, abs=5)
+    assert row["time_taken_overhead"]["verdict"] == row["requests_per_second_overhead"]["verdict"] == stats.LOWER
+
+
+def test_runs_stored_before_wall_times_use_abs_time_taken():
+    figures = run_figures({"time_taken_s": 2.5, "complete_requests": 500, "latency_ms": {"p50": 3.0}})
+    assert (figures["wall_s"], figures["requests_per_second"], figures["too_short"]) == (2.5, 200.0, None)
 
 
 # --- next to the real ab ----------------------------------------------------------------------------------
@@ -216,3 +285,12 @@ def test_our_report_has_abs_lines_and_counts_for_the_same_target(tls_lab, scheme
     ab_percent_rows = re.findall(r"^\s+(\d+)%", ab_out, re.M)
     assert re.findall(r"^\s+(\d+)%", ours, re.M) == ab_percent_rows == ["50", "66", "75", "80", "90", "95", "98",
                                                                          "99", "100"]
+
+
+def test_a_run_stopped_at_its_time_limit_says_so_instead_of_asking_for_more_requests():
+    slow = run_figures({"wall_s": 5.0, "complete_requests": 42, "requests_planned": 500, "latency_ms": {"p50": 119}})
+    assert slow["too_short"] == ("42 samples (< 100), stopped at its time limit: the site is too slow for this "
+                                 "level in one run")
+    assert slow["needed"] is None
+    done = run_figures({"wall_s": 0.5, "complete_requests": 500, "requests_planned": 500, "latency_ms": {"p50": 1}})
+    assert done["needed"] == 1200

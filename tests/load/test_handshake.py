@@ -117,12 +117,14 @@ def test_merging_two_agents_equals_the_counts_of_their_runs(tls_lab):
         both = HdrHistogram.decode(merged["histograms"][phase].encode())
         assert both.get_total_count() == 25
         assert list(both.counts) == list(one.counts)
-    assert merged["wall_s"] == max(a["wall_s"], b["wall_s"])
+    # b ran after a: the cell's wall time spans both, from a's start to b's end
+    assert merged["wall_s"] == pytest.approx(b["wall_started_at"] + b["wall_s"] - a["wall_started_at"], abs=1e-5)
+    assert merged["wall_s"] >= a["wall_s"] + b["wall_s"] - 1e-5
 
 
 def test_the_matrix_has_one_cell_per_version_suite_and_agents_level(tls_lab):
     cells = handshake_matrix("localhost", tls_lab.port(RESUMING), ip="127.0.0.1", agents_levels=(1, 3),
-                             per_agent=2, resume=True)
+                             per_agent=2, resume=True, repeats=1, warmup=False)
     full = [c for c in cells if c["mode"] == "full"]
     rsa12 = ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
              "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256"]
@@ -139,7 +141,7 @@ def test_the_matrix_has_one_cell_per_version_suite_and_agents_level(tls_lab):
 
 def test_the_matrix_skips_tls12_on_a_tls13_only_server_and_says_why(tls_lab):
     cells = handshake_matrix("localhost", tls_lab.port("a_plus_ecdsa_tls13_hsts"), ip="127.0.0.1",
-                             agents_levels=(1,), per_agent=1)
+                             agents_levels=(1,), per_agent=1, repeats=1, warmup=False)
     [skipped] = [c for c in cells if c["version"] == "1.2"]
     assert "accepted none of the ECDHE AEAD suites over TLS 1.2" in skipped["skipped"]
     assert sorted(c["requested_suite"] for c in cells if c["version"] == "1.3") == sorted(TLS13_STANDARD_SUITES)
@@ -147,9 +149,47 @@ def test_the_matrix_skips_tls12_on_a_tls13_only_server_and_says_why(tls_lab):
 
 def test_the_matrix_runs_only_the_given_suites(tls_lab):
     cells = handshake_matrix("localhost", tls_lab.port(NOT_RESUMING), ip="127.0.0.1", agents_levels=(2,),
-                             per_agent=3, suites=["ECDHE-RSA-AES256-GCM-SHA384", "TLS_AES_128_GCM_SHA256"])
+                             per_agent=3, suites=["ECDHE-RSA-AES256-GCM-SHA384", "TLS_AES_128_GCM_SHA256"],
+                             repeats=1, warmup=False)
     assert sorted((c["version"], c["requested_suite"], c["count"]) for c in cells) == [
         ("1.2", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", 6), ("1.3", "TLS_AES_128_GCM_SHA256", 6)]
+
+
+def test_the_matrix_repeats_every_cell_in_rounds_after_a_discarded_warm_up(tls_lab):
+    progress: list[tuple[int, int]] = []
+    before = len(tls_lab.read_access_log(NOT_RESUMING))
+    cells = handshake_matrix("localhost", tls_lab.port(NOT_RESUMING), ip="127.0.0.1", agents_levels=(2,),
+                             per_agent=3, suites=[ECDHE_RSA_AES128, "TLS_AES_128_GCM_SHA256"], repeats=3,
+                             on_progress=lambda done, total: progress.append((done, total)))
+    warmups = [c for c in cells if c.get("warmup")]
+    assert [(c["version"], c["count"]) for c in warmups] == [("1.2", 6), ("1.3", 6)]   # 2 agents x 3, first
+    timed = [c for c in cells if not c.get("warmup")]
+    # Rounds in order, the versions' order alternating: 1.2 1.3 | 1.3 1.2 | 1.2 1.3
+    assert [(c["repeat"], c["version"]) for c in timed] == [(0, "1.2"), (0, "1.3"), (1, "1.3"), (1, "1.2"),
+                                                            (2, "1.2"), (2, "1.3")]
+    assert all(c["count"] == 6 and c["handshakes_per_s"] == round(6 / c["wall_s"], 1) for c in timed)
+    assert progress[-1] == (8 * 6, 8 * 6)
+    assert len(tls_lab.read_access_log(NOT_RESUMING)) == before   # no HTTP request was sent
+
+
+def test_the_rate_is_over_the_whole_call_set_up_included(tls_lab):
+    result = run_handshakes(spec_for(tls_lab, NOT_RESUMING, version="1.3", agents=2, per_agent=10))
+    assert result["count"] == 20 and result["wall_s"] >= result["loop_s"] > 0
+    assert result["handshakes_per_s"] == round(20 / result["wall_s"], 1)
+
+
+def test_a_ca_file_verifies_the_certificate_and_an_other_ca_is_not_trusted(tls_lab):
+    import certifi
+
+    trusted = run_handshakes(spec_for(tls_lab, NOT_RESUMING, version="1.3", agents=1, per_agent=2,
+                                      ca_file=str(tls_lab.ca_file), insecure=False))
+    assert (trusted["count"], trusted["failures"]) == (2, {})
+    # Public roots only (the test PKI caches its root key per process: a second TestPki is the same CA).
+    refused = run_handshakes(spec_for(tls_lab, NOT_RESUMING, version="1.3", agents=1, per_agent=2,
+                                      ca_file=certifi.where(), insecure=False))
+    assert refused["count"] == 0
+    [(reason, count)] = refused["failures"].items()
+    assert count == 2 and reason.startswith("certificate not trusted: unable to get local issuer certificate")
 
 
 def test_cancel_stops_a_long_run_within_a_second(tls_lab):

@@ -8,8 +8,8 @@ import statistics
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from tlsaudit.domain.handshake_stats import (
-    compare_resumption, compare_versions, faster_pct, histogram_summary, suite_family)
+from tlsaudit.domain import stats
+from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions, histogram_summary, suite_family
 
 
 def encoded(values_us) -> str:
@@ -43,42 +43,76 @@ def test_it_groups_suites_by_cipher_family(suite, family):
     assert suite_family(suite) == family
 
 
-@pytest.mark.parametrize("slow, fast, pct", [(10.0, 4.4, 56.0), (2.0, 1.6, 20.0), (1.0, 1.2, -20.0),
-                                             (None, 1.0, None), (1.0, None, None)])
-def test_faster_pct_is_the_time_saved_in_percent_of_the_slower(slow, fast, pct):
-    assert faster_pct(slow, fast) == pct
-
-
-def cell(version, suite, agents, mean_ms, count=10, mode="full"):
+def cell(version, suite, agents, p50_ms, count=200, mode="full", repeat=0, wall_s=2.0, **extra):
     return {"version": version, "requested_suite": suite, "suite": suite, "agents": agents, "count": count,
-            "mean_ms": mean_ms, "mode": mode}
+            "p50_ms": p50_ms, "mean_ms": p50_ms, "mode": mode, "repeat": repeat, "wall_s": wall_s, **extra}
 
 
-def test_it_compares_tls12_and_tls13_per_family_and_agents_level():
-    cells = [
-        cell("1.2", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", 10, 2.0, count=10),
-        cell("1.2", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", 10, 3.0, count=30),   # weighted: 2.75
-        cell("1.3", "TLS_AES_128_GCM_SHA256", 10, 1.1),
-        cell("1.3", "TLS_CHACHA20_POLY1305_SHA256", 10, 1.5),                        # no 1.2 partner
-        cell("1.3", "TLS_AES_128_GCM_SHA256", 10, 0.5, mode="resumed"),              # ignored
-        cell("1.2", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", 25, None, count=0),     # nothing measured
-    ]
+AES128_12 = "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"
+AES128_13 = "TLS_AES_128_GCM_SHA256"
+
+
+def rounds(version, suite, agents, p50s, **extra):
+    return [cell(version, suite, agents, p50, repeat=r, **extra) for r, p50 in enumerate(p50s)]
+
+
+def test_tls13_faster_is_a_negative_change_with_its_interval_per_family_and_agents():
+    cells = [*rounds("1.2", AES128_12, 10, [2.0, 2.1, 1.9]), *rounds("1.3", AES128_13, 10, [1.0, 1.05, 0.95]),
+             *rounds("1.3", "TLS_CHACHA20_POLY1305_SHA256", 10, [1.5, 1.5, 1.5]),      # no 1.2 partner
+             cell("1.3", AES128_13, 10, 0.5, mode="resumed"),                          # not a full handshake
+             cell("1.2", AES128_12, 25, None, count=0)]                                 # nothing measured
     rows = {(r["family"], r["agents"]): r for r in compare_versions(cells)}
-    assert rows[("AES-128-GCM", 10)] == {"family": "AES-128-GCM", "agents": 10, "tls12_mean_ms": 2.75,
-                                         "tls13_mean_ms": 1.1, "tls13_faster_pct": 60.0}
-    assert rows[("CHACHA20-POLY1305", 10)]["tls13_faster_pct"] is None
-    assert rows[("all", 10)]["tls12_mean_ms"] == 2.75
-    assert rows[("all", 10)]["tls13_mean_ms"] == 1.3
+    aes = rows[("AES-128-GCM", 10)]
+    assert (aes["tls12_p50_ms"], aes["tls13_p50_ms"]) == (2.0, 1.0)
+    assert aes["tls13_vs_tls12_pct"] == pytest.approx(-50, abs=0.1)
+    assert aes["tls13_vs_tls12"]["high_pct"] < 0 and aes["tls13_vs_tls12"]["verdict"] == stats.LOWER
+    assert rows[("CHACHA20-POLY1305", 10)]["tls13_vs_tls12"]["verdict"] == stats.NO_DATA
     assert ("AES-128-GCM", 25) not in rows
     assert list(rows)[-1] == ("all", 10)  # the overall row comes last
+    assert rows[("all", 10)]["tls13_p50_ms"] == 1.25   # per round, the median of the 1.3 cells' p50s
 
 
-def test_it_pairs_resumed_cells_with_their_full_cell():
-    cells = [cell("1.3", "TLS_AES_128_GCM_SHA256", 10, 2.0), cell("1.3", "TLS_AES_128_GCM_SHA256", 10, 0.5,
-                                                                   mode="resumed"),
-             {**cell("1.2", "X", 10, None, count=0, mode="resumed"), "resumption": "unsupported"}]
+def test_a_slower_tls13_is_positive_and_an_interval_spanning_zero_is_no_difference():
+    slower = compare_versions([*rounds("1.2", AES128_12, 10, [1.0, 1.0, 1.1]),
+                               *rounds("1.3", AES128_13, 10, [1.3, 1.35, 1.4])])[0]
+    assert slower["tls13_vs_tls12_pct"] > 0 and slower["tls13_vs_tls12"]["verdict"] == stats.HIGHER
+    noise = compare_versions([*rounds("1.2", AES128_12, 10, [1.0, 1.2, 0.9]),
+                              *rounds("1.3", AES128_13, 10, [1.1, 1.0, 1.0])])[0]
+    assert noise["tls13_vs_tls12"]["verdict"] == stats.NO_DIFFERENCE
+
+
+def test_a_short_run_makes_the_comparison_too_short_to_conclude():
+    cells = [*rounds("1.2", AES128_12, 10, [2.0, 2.1, 1.9]),
+             *rounds("1.3", AES128_13, 10, [1.0, 1.05, 0.95], wall_s=0.08)]
+    row = compare_versions(cells)[0]
+    assert row["tls13_vs_tls12"]["verdict"] == stats.TOO_SHORT and row["tls13_vs_tls12_pct"] is None
+    assert row["too_short"].startswith("ran 0.08 s")
+
+
+def test_cells_stored_before_repeats_are_one_round_without_an_interval():
+    old = [{"version": "1.2", "requested_suite": AES128_12, "agents": 10, "count": 500, "p50_ms": 2.0,
+            "mean_ms": 2.2, "wall_s": 1.5},
+           {"version": "1.3", "requested_suite": AES128_13, "agents": 10, "count": 500, "p50_ms": 1.5,
+            "mean_ms": 1.6, "wall_s": 1.5}]
+    row = compare_versions(old)[0]
+    assert row["tls13_vs_tls12_pct"] == -25.0 and row["tls13_vs_tls12"]["verdict"] == stats.SINGLE
+
+
+def test_cell_rows_give_each_cell_its_median_and_end_to_end_rate_over_the_repeats():
+    cells = [*rounds("1.3", AES128_13, 10, [1.0, 1.2, 1.1], wall_s=2.0),
+             cell("1.3", AES128_13, 10, 9.9, warmup=True, wall_s=0.1)]            # a warm-up: left out
+    [row] = cell_rows(cells)
+    assert (row["repeats"], row["count"]) == (3, 600)
+    assert row["p50_ms"]["median"] == 1.1 and row["p50_ms"]["low"] < 1.1 < row["p50_ms"]["high"]
+    assert row["handshakes_per_s"]["median"] == 100.0 and row["too_short"] is None
+
+
+def test_resumed_faster_than_full_is_negative_and_unsupported_resumption_says_so():
+    cells = [*rounds("1.3", AES128_13, 10, [2.0, 2.1, 2.0]),
+             *rounds("1.3", AES128_13, 10, [0.5, 0.55, 0.5], mode="resumed", resumption="supported"),
+             cell("1.2", "X", 10, None, count=0, mode="resumed", resumption="unsupported")]
     rows = compare_resumption(cells)
-    assert rows[0]["full_mean_ms"] == 2.0 and rows[0]["resumed_faster_pct"] == 75.0
-    assert rows[1] == {"version": "1.2", "suite": "X", "agents": 10, "resumption": "unsupported",
-                       "full_mean_ms": None, "resumed_mean_ms": None, "resumed_faster_pct": None}
-    assert not math.isnan(rows[0]["resumed_mean_ms"])
+    assert rows[0]["resumed_vs_full_pct"] == pytest.approx(-74.7, abs=0.5)
+    assert rows[0]["resumed_vs_full"]["verdict"] == stats.LOWER and rows[0]["resumption"] == "supported"
+    assert rows[1]["resumption"] == "unsupported" and rows[1]["resumed_vs_full"]["verdict"] == stats.NO_DATA
+    assert not math.isnan(rows[0]["resumed_p50_ms"])

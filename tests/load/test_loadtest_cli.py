@@ -132,6 +132,7 @@ BAD_LOADTEST = [
     (["URL", "--processes", "0"], "invalid_argument", "--processes must be between 1 and 16, got 0"),
     (["HTTP_URL", "-Z", "AES128-SHA"], "invalid_argument", "-f / -Z apply to https:// URLs only"),
     (["HTTP_URL", "--ca-file", "CA"], "invalid_argument", "--ca-file applies to https:// URLs only"),
+    (["URL", "--repeats", "21"], "invalid_argument", "--repeats must be between 1 and 20, got 21"),
 ]
 
 
@@ -169,41 +170,69 @@ def overhead_args(tls_lab, *extra) -> list[str]:
             "--https-port", str(tls_lab.port(NAME)), "--path", "/health", *extra]
 
 
-def test_overhead_reports_each_level_and_the_averages(cli, tls_lab):
+def test_overhead_reports_each_level_over_repeats_and_the_signed_average(cli, tls_lab):
     as_json, as_text = cli(overhead_args(tls_lab, "--levels", "1,3", "-n", "30", "--json"),
-                           overhead_args(tls_lab, "--levels", "2", "-n", "20", "-k"))
+                           overhead_args(tls_lab, "--levels", "2", "-n", "20", "-k", "--repeats", "2"))
 
     assert as_json.returncode == 0, as_json.stderr
     data = as_json.json
+    assert data["repeats"] == 3 and 0 < data["startup_s"] < 30
     assert [row["concurrency"] for row in data["levels"]] == [1, 3]
+    assert len(data["runs"]) == 2 * 2 * 3   # levels x sides x repeats (the warm-ups are not figures)
+    for run in data["runs"]:
+        assert run["complete"] == 30 and run["wall_s"] >= run["time_taken_s"]
+        assert (run["protocol"] == "TLSv1.3") == (run["scheme"] == "https")
     for row in data["levels"]:
-        assert row["http"]["complete"] == row["https"]["complete"] == 30
-        assert row["https"]["protocol"] == "TLSv1.3" and row["http"]["protocol"] is None
-        expected = abs(row["https_time_taken_s"] - row["http_time_taken_s"]) / row["http_time_taken_s"] * 100
-        assert row["time_taken_overhead_pct"] == pytest.approx(expected)
-    assert data["average"]["time_taken_overhead_pct"] == pytest.approx(
-        sum(r["time_taken_overhead_pct"] for r in data["levels"]) / 2)
+        assert row["http"]["repeats"] == row["https"]["repeats"] == 3
+        # 30 requests on loopback take milliseconds: no overhead figure, the reason instead
+        assert row["time_taken_overhead"]["verdict"] == "too short to conclude"
+        assert row["time_taken_overhead_pct"] is None and "runs too short" in row["https"]["too_short"]
+    assert data["average"]["levels_used"] == []
     assert as_text.returncode == 0, as_text.stderr
-    assert "keep-alive" in as_text.stdout and "\n  avg " in as_text.stdout
+    assert "keep-alive" in as_text.stdout and "\navg " in as_text.stdout
+    assert "2 repeats per level after a discarded warm-up" in as_text.stdout
+    assert "Too short to conclude" in as_text.stdout and "; use -n " in as_text.stdout
+    assert "Start-up:" in as_text.stdout
 
 
-def test_overhead_interleaves_http_and_https_level_by_level(tls_lab):
+def test_overhead_warms_up_then_interleaves_http_and_https_alternating_which_goes_first(tls_lab):
     from tlsaudit.loadtests.management.commands.overhead import parse_overhead, run_sweep
     from workers.load.client import run_load
 
     order = []
 
-    def recording_run_load(spec):
-        order.append((spec.scheme, spec.concurrency))
-        return run_load(spec)
+    def recording_run_load(spec, on_progress=None):
+        order.append((spec.scheme, spec.concurrency, spec.requests))
+        return run_load(spec, on_progress=on_progress)
 
     options = {"host": "localhost", "ip": "127.0.0.1", "keepalive": False, "timeout": "5", "processes": "1",
                "http_port": str(tls_lab.http_port(NAME)), "https_port": str(tls_lab.port(NAME)), "path": "/health",
-               "levels": "1,2,3", "requests": "6"}
-    levels = run_sweep(recording_run_load, parse_overhead(options), "127.0.0.1")
+               "levels": "1,2", "requests": "6", "repeats": "2", "time_limit": None}
+    runs = run_sweep(recording_run_load, parse_overhead(options), "127.0.0.1")
 
-    assert order == [("http", 1), ("https", 1), ("http", 2), ("https", 2), ("http", 3), ("https", 3)]
-    assert [level["https"]["complete_requests"] for level in levels] == [6, 6, 6]
+    assert order == [("http", 2, 6), ("https", 2, 6),                    # warm-up, discarded
+                     ("http", 1, 6), ("https", 1, 6), ("http", 2, 6), ("https", 2, 6),
+                     ("https", 1, 6), ("http", 1, 6), ("https", 2, 6), ("http", 2, 6)]
+    assert [(r["repeat"], r["scheme"], r["concurrency"]) for r in runs] == [
+        (0, "http", 1), (0, "https", 1), (0, "http", 2), (0, "https", 2),
+        (1, "https", 1), (1, "http", 1), (1, "https", 2), (1, "http", 2)]
+    assert all(r["report"]["complete_requests"] == 6 for r in runs)
+
+
+def test_loadtest_reports_the_end_to_end_rate_the_start_up_apart_and_repeats(cli, tls_lab):
+    text, repeated = cli(["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "30", "-c", "3"],
+                         ["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "30", "-c", "3", "--repeats", "3",
+                          "--json"])
+
+    assert text.returncode == 0, text.stderr
+    assert "End to end:             " in text.stdout and "(set-up included)" in text.stdout
+    assert "Start-up:               " in text.stdout and "Too short to conclude:  1 of 1 runs" in text.stdout
+    assert repeated.returncode == 0, repeated.stderr
+    data = repeated.json
+    assert data["repeats"] == 3 and len(data["runs"]) == 3 and all(r["complete"] == 30 for r in data["runs"])
+    rate = data["summary"]["requests_per_second"]
+    assert rate["n"] == 3 and rate["low"] <= rate["median"] <= rate["high"]
+    assert data["report"]["requests_per_second_end_to_end"] == pytest.approx(rate["median"])
 
 
 BAD_OVERHEAD = [
@@ -217,7 +246,10 @@ BAD_OVERHEAD = [
     (["localhost", "--levels", "1,1"], "--levels: '1,1' repeats a level"),
     (["localhost", "--levels", "0"], "--levels must be between 1 and 1000, got 0"),
     (["localhost", "-n", "5", "--levels", "10"], "-n 5 is less than the highest level 10"),
-    (["localhost", "-n", "600000", "--levels", "1,2"], "this sweep would send 2,400,000 requests"),
+    (["localhost", "-n", "600000", "--levels", "1,2", "--repeats", "1"], "this sweep would send 2,400,000 requests"),
+    (["localhost", "-n", "200000", "--levels", "1,2"], "(lower -n, --levels or --repeats)"),
+    (["localhost", "--repeats", "0"], "--repeats must be between 1 and 20, got 0"),
+    (["localhost", "-t", "never"], "-t: 'never' is not a number of seconds"),
     (["localhost", "--path", "health"], "--path: 'health' must start with /"),
     (["localhost", "--timeout", "-1"], "--timeout must be more than 0"),
     (["localhost", "--ip", "localhost"], "--ip: 'localhost' is not an IPv4 or IPv6 address"),

@@ -1,6 +1,7 @@
 """Performance runs end to end: a real Celery worker on the `load` queue (chords over the real
 Redis), the real engines, the nginx lab's plain-HTTP and HTTPS ports, the real database."""
 
+import csv
 import json
 import re
 import time
@@ -32,85 +33,107 @@ def chart_specs(page: str) -> dict:
 
 def test_a_load_test_runs_on_agents_and_stores_the_merged_ab_report(load_worker, login, alice, org_a, lab_site,
                                                                     tls_lab):
-    # Given a verified site on the lab and a member's click on "Start"
+    # Given a verified site on the lab and a member's click on "Start" (3 repeats by default)
     before = requests_logged(tls_lab, "https")
     client = login(alice)
     response = client.post(reverse("loadtests:start", args=[org_a.slug, lab_site.pk]),
                            {"kind": "load", "scheme": "https", "requests": 40, "concurrency": 4, "path": PATH})
     run = PerfRun.objects.get(site=lab_site)
-    assert response["Location"] == run.get_absolute_url()
+    assert response["Location"] == run.get_absolute_url() and run.params["repeats"] == 3
     # When the agents have run
     run = wait_finished(run)
-    # Then the merged result has exact counts, from two agents, and nginx saw every request
+    # Then a discarded warm-up came first, then three repeats, each merged exactly from two agents
     assert run.status == "done", run.error_message
-    entry = run.results[0]
-    report = entry["report"]
-    assert (report["complete_requests"], report["failed_requests"], report["non_2xx_responses"]) == (40, 0, 0)
-    assert report["concurrency_level"] == 4 and report["connections_opened"] == 40   # new connection per request
-    assert report["protocol"].startswith("TLSv1.") and report["tls_handshake"]["count"] == 40
-    assert report["latency_ms"]["p50"] > 0 and report["requests_per_second"] > 0
-    assert entry["result"]["agents"] == 2 and "samples" not in entry["result"]
-    assert requests_logged(tls_lab, "https") - before == 40
-    assert (run.work_done, run.work_total, run.ip) == (40, 40, "127.0.0.1")
-    # And the page shows the charts and tables, and stops polling
+    assert [(e["warmup"], e["repeat"]) for e in run.results] == [(True, 0), (False, 0), (False, 1), (False, 2)]
+    for entry in run.results[1:]:
+        report = entry["report"]
+        assert (report["complete_requests"], report["failed_requests"], report["non_2xx_responses"]) == (40, 0, 0)
+        assert report["concurrency_level"] == 4 and report["connections_opened"] == 40   # a new connection each
+        assert report["protocol"].startswith("TLSv1.") and report["tls_handshake"]["count"] == 40
+        assert report["latency_ms"]["p50"] > 0 and report["requests_per_second"] > 0
+        # end to end: the agents' whole calls, set-up included, so never shorter than ab's time taken
+        assert report["wall_s"] >= report["time_taken_s"]
+        assert report["requests_per_second_end_to_end"] == pytest.approx(40 / report["wall_s"])
+        assert entry["result"]["agents"] == 2 and "samples" not in entry["result"]
+    assert requests_logged(tls_lab, "https") - before == 4 * 40
+    assert (run.work_done, run.work_total, run.ip) == (160, 160, "127.0.0.1")
+    # And the page shows the charts and tables, and stops polling; 40 requests are too short to conclude
     page = client.get(run.get_absolute_url()).content.decode()
     assert "hx-trigger" not in page and 'data-testid="run-done"' in page
     specs = chart_specs(page)
-    assert set(specs) == {"latency-new", "times-new"}
+    assert set(specs) == {"rate-new", "latency-new", "times-new"}
+    assert specs["rate-new"]["datasets"][0]["data"] == [None]   # not drawn as a result
+    assert "too short to conclude" in specs["rate-new"]["warnings"][0]
+    assert 'data-testid="too-short"' in page and "3 repeats per cell after a discarded warm-up" in page
     assert specs["latency-new"]["labels"][0] == "50 %" and len(specs["latency-new"]["datasets"][0]["data"]) == 9
-    assert 'data-testid="table-times-new"' in page and 'data-testid="report-1"' in page
+    assert 'data-testid="table-times-new"' in page and 'data-testid="report-3"' in page
+    assert 'data-testid="report-4"' not in page   # the warm-up is in the step list only
 
 
-def test_a_sweep_interleaves_http_and_https_and_computes_the_overhead(load_worker, login, alice, lab_site, tls_lab):
+def test_a_sweep_interleaves_http_and_https_in_rounds_and_flags_short_runs(load_worker, login, alice, lab_site,
+                                                                           tls_lab):
     before = {s: requests_logged(tls_lab, s) for s in ("http", "https")}
-    run = services.queue_run(lab_site, "sweep", {"levels": "1,2", "requests": 20, "modes": ["new"], "path": PATH},
-                             user=alice)
+    run = services.queue_run(lab_site, "sweep", {"levels": "1,2", "requests": 20, "modes": ["new"], "path": PATH,
+                                                 "repeats": 2}, user=alice)
     run = wait_finished(run)
     assert run.status == "done", run.error_message
-    assert [(e["scheme"], e["level"]) for e in run.results] == [("http", 1), ("https", 1), ("http", 2), ("https", 2)]
+    assert [(e["warmup"], e["repeat"], e["scheme"], e["level"]) for e in run.results] == [
+        (True, 0, "http", 2), (True, 0, "https", 2),
+        (False, 0, "http", 1), (False, 0, "https", 1), (False, 0, "http", 2), (False, 0, "https", 2),
+        (False, 1, "https", 1), (False, 1, "http", 1), (False, 1, "https", 2), (False, 1, "http", 2)]
     assert all(e["report"]["complete_requests"] == 20 and e["report"]["failed_requests"] == 0 for e in run.results)
-    assert {s: requests_logged(tls_lab, s) - before[s] for s in before} == {"http": 40, "https": 40}
+    assert {s: requests_logged(tls_lab, s) - before[s] for s in before} == {"http": 100, "https": 100}
     levels = run.summary["new"]["levels"]
     assert [row["concurrency"] for row in levels] == [1, 2]
-    assert all(row["time_taken_overhead_pct"] is not None and row["requests_per_second_overhead_pct"] is not None
-               for row in levels)
-    average = run.summary["new"]["average"]["time_taken_overhead_pct"]
-    assert average == pytest.approx(sum(r["time_taken_overhead_pct"] for r in levels) / 2)
+    # 20 requests on loopback: milliseconds, not a result. Said so, and nothing is drawn or averaged.
+    for row in levels:
+        assert row["time_taken_overhead"]["verdict"] == "too short to conclude"
+        assert row["time_taken_overhead_pct"] is None and row["requests_per_second_overhead_pct"] is None
+        assert row["http"]["repeats"] == 2 and "runs too short" in row["http"]["too_short"]
+    assert run.summary["new"]["average"]["levels_used"] == []
 
-    # The page's charts and the CSV of the overhead table carry the same numbers.
     client = login(alice)
     org = lab_site.organization
-    specs = chart_specs(client.get(run.get_absolute_url()).content.decode())
+    page = client.get(run.get_absolute_url()).content.decode()
+    specs = chart_specs(page)
     assert {"rps-new", "time-new", "overhead-new", "latency-new", "times-new"} <= set(specs)
     assert specs["rps-new"]["labels"] == ["1", "2"] and [d["label"] for d in specs["rps-new"]["datasets"]] == [
         "HTTP", "HTTPS"]
+    assert specs["overhead-new"]["datasets"][0]["data"] == [None, None, None]
+    assert 'data-testid="warnings-overhead-new"' in page and "c=1: too short to conclude" in page
     response = client.get(reverse("loadtests:csv", args=[org.slug, lab_site.pk, run.pk, "overhead-new"]))
     assert response["Content-Type"].startswith("text/csv")
-    lines = response.content.decode().splitlines()
-    assert lines[0].startswith("concurrency,HTTP time taken s,HTTPS time taken s,time taken overhead %")
-    assert [line.split(",")[0] for line in lines[1:]] == ["1", "2", "average"]
-    assert float(lines[1].split(",")[3]) == pytest.approx(levels[0]["time_taken_overhead_pct"], abs=0.001)
+    lines = list(csv.reader(response.content.decode().splitlines()))
+    assert lines[0][:8] == ["concurrency", "repeats", "HTTP time taken s", "HTTPS time taken s",
+                            "time taken overhead %", "time 95 % low", "time 95 % high", "time verdict"]
+    assert [line[0] for line in lines[1:]] == ["1", "2", "average"]
+    assert lines[1][4] == "" and lines[1][7] == "too short to conclude"
 
 
 def test_a_handshake_run_compares_tls12_and_tls13(load_worker, login, alice, lab_site):
     run = services.queue_run(lab_site, "handshakes", {
-        "versions": ["1.2", "1.3"], "agents_levels": "2", "per_agent": 5, "resume": True,
+        "versions": ["1.2", "1.3"], "agents_levels": "2", "per_agent": 5, "resume": True, "repeats": 2,
         "suites": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"]}, user=alice)
     run = wait_finished(run)
     assert run.status == "done", run.error_message
-    cells = {(e["result"]["version"], e["result"]["mode"]): e["result"] for e in run.results}
-    assert set(cells) == {("1.2", "full"), ("1.3", "full"), ("1.2", "resumed"), ("1.3", "resumed")}
-    assert cells[("1.2", "full")]["count"] == 10 and cells[("1.3", "full")]["count"] == 10
-    assert cells[("1.3", "full")]["suite"] == "TLS_AES_128_GCM_SHA256"
-    assert cells[("1.2", "full")]["agents"] == 2 and cells[("1.2", "full")]["merged_from"] == 2
-    assert cells[("1.2", "resumed")]["resumption"] == "unsupported"   # the lab port has no session cache
+    assert [e["cell"]["version"] for e in run.results if e["cell"]["warmup"]] == ["1.2", "1.3"]
+    cells = {(e["result"]["version"], e["result"]["mode"], e["cell"]["repeat"]): e["result"]
+             for e in run.results if not e["cell"]["warmup"]}
+    assert set(cells) == {(v, m, r) for v in ("1.2", "1.3") for m in ("full", "resumed") for r in (0, 1)}
+    assert cells[("1.2", "full", 0)]["count"] == 10 and cells[("1.3", "full", 1)]["count"] == 10
+    assert cells[("1.3", "full", 0)]["suite"] == "TLS_AES_128_GCM_SHA256"
+    assert cells[("1.2", "full", 0)]["agents"] == 2 and cells[("1.2", "full", 0)]["merged_from"] == 2
+    assert cells[("1.2", "resumed", 0)]["resumption"] == "unsupported"   # the lab port has no session cache
+    full = cells[("1.3", "full", 0)]
+    assert full["handshakes_per_s"] == pytest.approx(full["count"] / full["wall_s"], abs=0.1)
     comparison = {row["family"]: row for row in run.summary["versions"]}
-    assert comparison["AES-128-GCM"]["tls12_mean_ms"] > 0 and comparison["AES-128-GCM"]["tls13_mean_ms"] > 0
-    assert comparison["AES-128-GCM"]["tls13_faster_pct"] is not None
+    assert comparison["AES-128-GCM"]["tls12_p50_ms"] > 0 and comparison["AES-128-GCM"]["tls13_p50_ms"] > 0
+    # 10 handshakes per cell on loopback: too short to conclude, so no figure
+    assert comparison["AES-128-GCM"]["tls13_vs_tls12"]["verdict"] == "too short to conclude"
     specs = chart_specs(login(alice).get(run.get_absolute_url()).content.decode())
     bars = specs["handshakes"]
     assert [d["label"] for d in bars["datasets"]] == ["TLS 1.2", "TLS 1.3"]
-    assert all(d["errors"][0] is not None for d in bars["datasets"])   # SD error bars
+    assert all("intervals" in d for d in bars["datasets"]) and bars["warnings"]
     assert {"resumption", "versions"} <= set(specs)
 
 
@@ -119,14 +142,14 @@ def test_the_stop_button_cancels_a_long_run_within_seconds(load_worker, login, a
     LoadLimits.objects.create(organization=org_a, max_concurrency=10, max_requests_per_run=100_000,
                               max_duration_s=40, runs_per_day=5)
     run = services.queue_run(lab_site, "load", {"requests": 100_000, "concurrency": 2, "keepalive": True,
-                                                "path": PATH}, user=alice)
+                                                "path": PATH, "repeats": 1}, user=alice)
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         run.refresh_from_db()
-        if run.status == "running" and run.work_done > 0:
+        if run.status == "running" and run.work_done > 50:   # past the 50-request warm-up
             break
         time.sleep(0.1)
-    assert run.status == "running" and run.work_done > 0, run.status
+    assert run.status == "running" and run.work_done > 50, run.status
     # When the member presses Stop
     client = login(alice)
     page = client.get(run.get_absolute_url()).content.decode()
@@ -137,7 +160,7 @@ def test_the_stop_button_cancels_a_long_run_within_seconds(load_worker, login, a
     # Then it ends as cancelled within a few seconds, keeping what was measured
     assert time.monotonic() - pressed < 5
     assert run.status == "cancelled" and "Stopped on request" in run.error_message
-    report = run.results[0]["report"]
+    report = run.results[-1]["report"]
     assert 0 < report["complete_requests"] < 100_000 and report["cancelled"] is True
 
 

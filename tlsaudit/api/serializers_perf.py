@@ -11,11 +11,12 @@ from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.links import object_url
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.presenters import PERCENTAGES, charts_for, percentage
+from tlsaudit.loadtests.services import DEFAULT_REPEATS, MAX_REPEATS, summary_of
 
 MAX_LEVELS = 20
 MAX_SUITES = 20
-LOAD_FIELDS = ("scheme", "requests", "concurrency", "keepalive", "path", "timeout_s")
-SWEEP_FIELDS = ("levels", "requests", "modes", "path")
+LOAD_FIELDS = ("scheme", "requests", "concurrency", "keepalive", "path", "timeout_s", "repeats")
+SWEEP_FIELDS = ("levels", "requests", "modes", "path", "repeats")
 # Heavy JSON columns a list never reads.
 HEAVY_COLUMNS = ("results", "summary", "progress")
 
@@ -54,7 +55,11 @@ class ChartSerializer(serializers.Serializer):
     x_title = serializers.CharField()
     y_title = serializers.CharField()
     labels = serializers.ListField(child=serializers.CharField())
-    datasets = serializers.ListField(child=serializers.DictField(), help_text="{label, data[, errors]}")
+    datasets = serializers.ListField(child=serializers.DictField(),
+                                     help_text="{label, data[, intervals]}: data are medians over the repeats (null "
+                                               "when too short to conclude); intervals are their 95 % [low, high].")
+    warnings = serializers.ListField(child=serializers.CharField(),
+                                     help_text="Figures of this chart that are too short to conclude, and why.")
     table = serializers.DictField(help_text="The chart's exact numbers: {header: [...], rows: [[...], ...]}.")
 
 
@@ -64,8 +69,14 @@ class PerfRunDetailSerializer(PerfRunSerializer):
         help_text="One entry per finished step. Load and sweep steps carry ab's report (`report`) and its "
                   "“served within” percentiles in ms (`percentiles_ms`, from the merged histograms); handshake "
                   "steps carry the cell (`cell`) and its timing statistics (`result`).")
-    summary = serializers.JSONField(read_only=True, help_text="Sweeps: TLS overhead per level and on average, per "
-                                                              "mode. Handshakes: TLS 1.3 vs 1.2 and resumption.")
+    summary = serializers.SerializerMethodField(
+        help_text="Medians over the repeats with 95 % intervals. Sweeps, per mode: per level both cells and the "
+                  "signed TLS overhead (`time_taken_overhead`: (HTTPS - HTTP) / HTTP; `requests_per_second_overhead`: "
+                  "(HTTP - HTTPS) / HTTP; both negative when HTTPS is faster), each {pct, low_pct, high_pct, "
+                  "verdict}, and the average row. Load tests: the cell. Handshakes: cells, TLS 1.3 vs 1.2 "
+                  "(`tls13_vs_tls12`, negative when TLS 1.3 is faster) and resumed vs full. `verdict` is higher, "
+                  "lower, “no significant difference” (the interval spans 0), “single run, no interval” or “too "
+                  "short to conclude” (then no figure is given).")
     charts = serializers.SerializerMethodField(help_text="The dashboard's charts, each with its table.")
 
     class Meta(PerfRunSerializer.Meta):
@@ -78,6 +89,9 @@ class PerfRunDetailSerializer(PerfRunSerializer):
     def get_results(self, run) -> list[dict]:
         return [present_entry(entry) for entry in run.results]
 
+    def get_summary(self, run) -> dict:
+        return summary_of(run)
+
     def get_charts(self, run) -> list[dict]:
         return ChartSerializer(charts_for(run), many=True).data
 
@@ -86,7 +100,8 @@ def present_entry(entry: dict) -> dict:
     if "report" in entry:
         report = entry["report"]
         return {"step": entry["step"], "label": entry["label"], "scheme": entry.get("scheme"),
-                "level": entry.get("level"), "mode": entry.get("mode"), "report": report,
+                "level": entry.get("level"), "mode": entry.get("mode"), "repeat": entry.get("repeat", 0),
+                "warmup": entry.get("warmup", False), "report": report,
                 "percentiles_ms": {p: percentage(report, p) for p in PERCENTAGES}}
     # The encoded HdrHistograms stay on the row: their figures are already in the result.
     result = {k: v for k, v in (entry.get("result") or {}).items() if k != "histograms"}
@@ -113,6 +128,9 @@ class LoadRunRequestSerializer(serializers.Serializer):
     modes = serializers.ListField(child=serializers.ChoiceField(choices=["new", "keepalive"]), required=False,
                                   min_length=1, help_text="sweep only: new connection per request and/or keep-alive.")
     path = serializers.CharField(required=False, max_length=500, help_text="The path requested (default /).")
+    repeats = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPEATS,
+                                       help_text=f"Runs per cell after a discarded warm-up (default {DEFAULT_REPEATS}): "
+                                                 "the unit of the medians and 95 % intervals.")
 
     def validate(self, attrs):
         allowed = LOAD_FIELDS if attrs["kind"] == "load" else SWEEP_FIELDS
@@ -137,11 +155,14 @@ class HandshakeRunRequestSerializer(serializers.Serializer):
     agents_levels = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, min_length=1,
                                           max_length=MAX_LEVELS, help_text="Concurrent agents per cell "
                                                                            "(default 10, 25, 50).")
-    per_agent = serializers.IntegerField(required=False, min_value=1, help_text="Handshakes per agent (default 10).")
+    per_agent = serializers.IntegerField(required=False, min_value=1, help_text="Handshakes per agent (default 20).")
     resume = serializers.BooleanField(required=False, help_text="Also time resumed handshakes.")
     suites = serializers.ListField(child=serializers.CharField(max_length=80), required=False,
                                    max_length=MAX_SUITES, help_text="IANA suite names to pin (default: the "
                                                                     "server's choice).")
+    repeats = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPEATS,
+                                       help_text=f"Rounds of every cell after a discarded warm-up (default "
+                                                 f"{DEFAULT_REPEATS}).")
 
 
 def run_params(validated: dict) -> dict:

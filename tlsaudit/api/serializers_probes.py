@@ -9,7 +9,7 @@ from tlsaudit.api.optional_fields import OptionalInSchema
 from tlsaudit.api.serializers_perf import ChartSerializer
 from tlsaudit.probes.models import Probe
 from tlsaudit.probes.presenters import ERROR_HELP, charts_for, increase_table, page_facts, page_table
-from tlsaudit.probes.services import VARIANTS
+from tlsaudit.probes.services import VARIANTS, increase_of
 
 HEAVY_COLUMNS = ("result", "summary")
 
@@ -46,14 +46,21 @@ class ProbeDetailSerializer(ProbeSerializer):
     error_help = serializers.SerializerMethodField(help_text="What the error usually means, and what to do.")
     summary = serializers.SerializerMethodField(
         help_text="Per variant_mode (https_cold, …) and metric: median, min, max, p25, p75 (ms, counts, bytes).")
-    increase_pct = serializers.SerializerMethodField(help_text="HTTPS over HTTP, cold and warm, per metric (%).")
+    increase_pct = serializers.SerializerMethodField(help_text="HTTPS over HTTP, cold and warm, per metric (%), of "
+                                                               "the medians: negative when HTTPS is faster.")
+    increase = serializers.SerializerMethodField(
+        help_text="The same comparison over the page loads with its 95 % interval, per mode and timing metric: "
+                  "{pct, low_pct, high_pct, n, method, verdict} (Hodges-Lehmann with the Mann-Whitney interval; "
+                  "verdict higher, lower, “no significant difference”, or “single run, no interval” below 4 loads "
+                  "per side).")
     tables = serializers.SerializerMethodField(help_text="The dashboard's requests-and-bytes and increase tables.")
     charts = serializers.SerializerMethodField(help_text="The dashboard's charts, each with its table.")
     page = serializers.SerializerMethodField(help_text="The HTTPS page's TLS and protocol, where http:// "
                                                        "redirected to, mixed content.")
 
     class Meta(ProbeSerializer.Meta):
-        fields = [*ProbeSerializer.Meta.fields, "error_help", "summary", "increase_pct", "tables", "charts", "page"]
+        fields = [*ProbeSerializer.Meta.fields, "error_help", "summary", "increase_pct", "increase", "tables", "charts",
+                  "page"]
         read_only_fields = fields
 
     def done(self, probe) -> bool:
@@ -67,6 +74,9 @@ class ProbeDetailSerializer(ProbeSerializer):
 
     def get_increase_pct(self, probe) -> dict:
         return (probe.summary or {}).get("increase_pct") or {}
+
+    def get_increase(self, probe) -> dict:
+        return increase_of(probe) if self.done(probe) else {}
 
     def get_tables(self, probe) -> list[dict]:
         return TableSerializer([page_table(probe), increase_table(probe)], many=True).data if self.done(probe) else []

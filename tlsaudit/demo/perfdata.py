@@ -14,11 +14,12 @@ from datetime import datetime, timedelta
 
 from tlsaudit.loadtests import plans
 
-SWEEP_PARAMS = {"levels": [1, 20, 40], "requests": 500, "modes": ["new", "keepalive"], "path": "/"}
+SWEEP_PARAMS = {"levels": [1, 20, 40], "requests": 500, "modes": ["new", "keepalive"], "path": "/", "repeats": 3}
 LOAD_PARAMS = {"scheme": "https", "requests": 200, "concurrency": 10, "keepalive": False, "path": "/",
-               "timeout_s": 10.0}
-HANDSHAKE_PARAMS = {"versions": ["1.2", "1.3"], "agents_levels": [10, 25], "per_agent": 10, "resume": True,
-                    "suites": []}
+               "timeout_s": 10.0, "repeats": 3}
+HANDSHAKE_PARAMS = {"versions": ["1.2", "1.3"], "agents_levels": [10, 25], "per_agent": 30, "resume": True,
+                    "suites": [], "repeats": 3}
+RTT_US = 20_000   # the demo site is 20 ms away: round trips, not CPU, make its times
 HANDSHAKE_SUITES = {"1.2": ["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"], "1.3": ["TLS_AES_128_GCM_SHA256"]}
 SERVER = "nginx/1.22.1"
 PAGE_BYTES = 18_432
@@ -29,17 +30,16 @@ EXTENSIONS = {"stylesheet": "css", "script": "js", "font": "woff2"}
 def perf_run_fields(rng: random.Random, kind: str, host: str, ports: dict[str, int], ip: str,
                     started: datetime) -> dict:
     """The PerfRun columns of a finished run of `kind` (params, progress, results, summary, times)."""
-    from tlsaudit.loadtests.services import sweep_summary
+    from tlsaudit.loadtests.services import summary_for
 
     if kind == "handshakes":
         params, steps = HANDSHAKE_PARAMS, plans.handshake_steps(HANDSHAKE_PARAMS, HANDSHAKE_SUITES)
         results = [handshake_entry(rng, i, step, host, ports["https"], ip) for i, step in enumerate(steps)]
-        summary = handshake_summary(results)
     else:
         params = SWEEP_PARAMS if kind == "sweep" else LOAD_PARAMS
         steps = (plans.sweep_steps(params, ports) if kind == "sweep" else plans.load_steps(params, ports))
         results = [load_entry(rng, i, step, host, ip) for i, step in enumerate(steps)]
-        summary = sweep_summary(results) if kind == "sweep" else {}
+    summary = summary_for(kind, results)
     duration = sum(entry_seconds(e) for e in results) + len(steps) * 0.4
     work = sum(step["work"] for step in steps)
     return {"kind": kind, "params": params, "status": "done", "host": host, "ip": ip,
@@ -67,7 +67,8 @@ def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -
     report = ab_report(merged)
     merged.pop("samples", None)
     return {"step": index, "label": step["label"], "scheme": step["scheme"], "level": step["level"],
-            "mode": step["mode"], "result": merged, "report": report}
+            "mode": step["mode"], "repeat": step["repeat"], "warmup": step["warmup"], "result": merged,
+            "report": report}
 
 
 def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str) -> dict:
@@ -81,9 +82,9 @@ def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str
     queueing = 1 + step["level"] / 25  # more concurrency, longer waits
     for i in range(n):
         fresh = not keepalive or i < c
-        connect = int(rng.gauss(180, 30)) if fresh else 0
-        tls = int(rng.lognormvariate(7.9, 0.25)) if https and fresh else 0        # ~2.7 ms handshakes
-        waiting = int(rng.lognormvariate(6.4, 0.35) * queueing)                    # ~0.6 ms x load
+        connect = int(rng.gauss(RTT_US, RTT_US / 20)) if fresh else 0               # 1 round trip
+        tls = int(RTT_US + rng.lognormvariate(7.9, 0.25)) if https and fresh else 0  # 1 RTT + ~2.7 ms
+        waiting = int(RTT_US + rng.lognormvariate(6.4, 0.35) * queueing)           # 1 RTT + ~0.6 ms x load
         processing = int(rng.lognormvariate(4.6, 0.3))
         for phase, value in zip(PHASES, (connect + tls, tls, waiting, processing,
                                          connect + tls + waiting + processing, connect)):
@@ -114,7 +115,7 @@ def handshake_entry(rng: random.Random, index: int, step: dict, host: str, port:
     shares = plans.agent_shares(step, AGENTS)
     results = [handshake_cell(rng, step, share["agents"], host, port, ip) for share in shares]
     return {"step": index, "label": step["label"],
-            "cell": {k: step[k] for k in ("version", "suite", "agents", "per_agent", "resume")},
+            "cell": {k: step[k] for k in ("version", "suite", "agents", "per_agent", "resume", "repeat", "warmup")},
             "result": merge_handshake_results(results)}
 
 
@@ -127,7 +128,8 @@ def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port:
     base = {"1.2": 7.75, "1.3": 7.55}[step["version"]] - (0.9 if resumed else 0)
     count = agents * step["per_agent"]
     contention = 1 + agents / 40
-    tls = [int(rng.lognormvariate(base, 0.22) * contention) for _ in range(count)]
+    round_trips = {"1.2": 2, "1.3": 1}[step["version"]] if not resumed else 1
+    tls = [int(round_trips * RTT_US + rng.lognormvariate(base, 0.22) * contention) for _ in range(count)]
     tcp = [int(rng.gauss(150, 25)) for _ in range(count)]
     tls_h, tcp_h = new_histogram(), new_histogram()
     record_values(tls_h, tls)
@@ -137,15 +139,9 @@ def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port:
               "resumption": "supported" if resumed else None, "resumption_note": None,
               "agents": agents, "per_agent": step["per_agent"], "failures": {}, "flagged": {},
               "histograms": {"tls": encode_histogram(tls_h), "tcp": encode_histogram(tcp_h)},
-              "wall_s": round(sum(tls) / 1e6 / agents * 1.15, 6), "cancelled": False, "method": "ctypes"}
+              "wall_s": round(sum(tls) / 1e6 / agents * 1.15, 6), "wall_started_at": 1.7e9, "cancelled": False,
+              "method": "ctypes"}
     return result
-
-
-def handshake_summary(results: list[dict]) -> dict:
-    from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
-
-    cells = [entry["result"] for entry in results]
-    return {"versions": compare_versions(cells), "resumption": compare_resumption(cells)}
 
 
 # --- browser probes -------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import math
 
 from hdrh.histogram import HdrHistogram
 
+from tlsaudit.domain import stats
+
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 TABLE_PHASES = ("connect", "processing", "waiting", "total")
 LATENCY_PERCENTILES = (50, 90, 99)
@@ -157,6 +159,7 @@ def ab_report(result: dict) -> dict:
         "document_path": spec.get("path") or "/",
         "document_length": result.get("document_length"),
         "concurrency_level": spec["concurrency"],
+        "requests_planned": spec.get("requests"),
         "keepalive": bool(spec.get("keepalive")),
         "time_taken_s": time_taken,
         "complete_requests": done,
@@ -171,6 +174,7 @@ def ab_report(result: dict) -> dict:
         "total_transferred": counters["total_bytes"],
         "html_transferred": counters["html_bytes"],
         **throughput(done, time_taken, spec["concurrency"], counters["total_bytes"]),
+        **end_to_end(done, result.get("wall_s")),
         "status_codes": dict(result.get("status_codes") or {}),
         "errors": dict(result.get("errors") or {}),
         "cancelled": bool(result.get("cancelled")),
@@ -193,6 +197,12 @@ def throughput(done: int, time_taken: float, concurrency: int, total_bytes: int)
         "time_per_request_all_ms": time_taken * 1000 / done,
         "transfer_rate_kbps": total_bytes / 1024 / time_taken,
     }
+
+
+def end_to_end(done: int, wall_s: float | None) -> dict:
+    """The honest rate: requests over the run's whole wall time, set-up included (resolving, TLS
+    contexts, processes, agents starting). ab's own line divides by its time taken only."""
+    return {"wall_s": wall_s, "requests_per_second_end_to_end": done / wall_s if wall_s and done else None}
 
 
 def connection_times(result: dict) -> dict:
@@ -219,55 +229,120 @@ def connection_times(result: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# HTTP vs HTTPS
+# HTTP vs HTTPS, over repeats
 
 
-def overhead(http: dict, https: dict) -> dict:
-    """The seeds' overhead: |HTTPS - HTTP| / HTTP x 100, for time taken and for requests per second.
+def run_figures(report: dict) -> dict:
+    """What a comparison reads of one ab-style run: its end-to-end wall time (set-up included; ab's
+    time taken for runs stored before wall times were kept), requests completed, requests/s over that
+    wall time, the median latency, and why the run is too short to conclude from (None if it is not)."""
+    wall = report.get("wall_s") or report.get("time_taken_s")
+    done = report.get("complete_requests") or 0
+    planned = report.get("requests_planned")
+    stopped = bool(planned) and done + (report.get("failed_requests") or 0) < planned and not report.get("cancelled")
+    return {"wall_s": wall, "complete": done, "requests_per_second": done / wall if wall and done else None,
+            "time_per_request_s": wall / done if wall and done else None,
+            "p50_ms": (report.get("latency_ms") or {}).get("p50"), "too_short": too_short_reason(wall, done, stopped),
+            "needed": None if stopped else stats.needed_count(wall, done)}
 
-    `http` and `https` are ab_report() dicts (or anything with time_taken_s and requests_per_second).
+
+def too_short_reason(wall: float | None, done: int, stopped_early: bool) -> str | None:
+    """stats.too_short, saying when the run stopped at its time limit (more requests would not help)."""
+    reason = stats.too_short(wall, done)
+    if reason and stopped_early:
+        return f"{reason}, stopped at its time limit: the site is too slow for this level in one run"
+    return reason
+
+
+def cell_summary(runs: list[dict]) -> dict:
+    """The repeats of one cell (scheme x level x mode): median and 95 % interval of requests/s, wall
+    time and median latency over the repeats, and whether any repeat was too short to conclude from."""
+    short = sorted((run for run in runs if run["too_short"]), key=lambda run: run["wall_s"] or 0)
+    typical = short[(len(short) - 1) // 2] if short else None   # the median short run speaks for them
+    return {"repeats": len(runs),
+            "requests_per_second": stats.median_interval([run["requests_per_second"] for run in runs]),
+            "time_s": stats.median_interval([run["wall_s"] for run in runs]),
+            "p50_ms": stats.median_interval([run["p50_ms"] for run in runs]),
+            "too_short": f"{len(short)} of {len(runs)} runs too short ({typical['too_short']})" if short else None,
+            "needed_requests": typical["needed"] if typical else None}
+
+
+def overhead(http_runs: dict[int, dict], https_runs: dict[int, dict]) -> dict:
+    """TLS overhead at one level from the repeats paired by repeat number (interleaved runs):
+    time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS is
+    faster, with 95 % intervals (stats.paired_change); "too short to conclude" when a run was.
+    Time is compared per completed request: the seeds' "time taken" when both sides did all n
+    requests, and still a fair comparison when a run stopped at its time limit or lost requests."""
+    repeats = sorted(set(http_runs) & set(https_runs))
+    time = stats.paired_change([(http_runs[r]["time_per_request_s"], https_runs[r]["time_per_request_s"])
+                                for r in repeats])
+    rate = stats.negated(stats.paired_change([(http_runs[r]["requests_per_second"],
+                                               https_runs[r]["requests_per_second"]) for r in repeats]))
+    if any(run["too_short"] for run in [*http_runs.values(), *https_runs.values()]):
+        time, rate = stats.inconclusive(time), stats.inconclusive(rate)
+    return {"time_taken": time, "requests_per_second": rate}
+
+
+def sweep_summary(runs: list[dict]) -> dict:
+    """Per mode, one row per concurrency level and the average row (stats.pooled_paired_change).
+
+    `runs`: {"mode", "level", "scheme", "repeat", **run_figures(report)} for every measured run
+    (warm-ups left out). A row: concurrency, both cells (cell_summary), the overhead changes and
+    their signed point estimates (`*_pct`, None when too short or missing). The average uses the
+    levels that concluded, by repeat.
     """
-    return {
-        "time_taken_pct": percent_difference(http.get("time_taken_s"), https.get("time_taken_s")),
-        "requests_per_second_pct": percent_difference(http.get("requests_per_second"),
-                                                      https.get("requests_per_second")),
-        "http": {"time_taken_s": http.get("time_taken_s"), "requests_per_second": http.get("requests_per_second")},
-        "https": {"time_taken_s": https.get("time_taken_s"),
-                  "requests_per_second": https.get("requests_per_second")},
-    }
+    summary = {}
+    for mode in ("new", "keepalive"):
+        of_mode = [run for run in runs if run["mode"] == mode]
+        levels = sorted({run["level"] for run in of_mode})
+        rows = [level_row(level, [run for run in of_mode if run["level"] == level]) for level in levels]
+        rows = [row for row in rows if row is not None]
+        if rows:
+            summary[mode] = {"levels": rows, "average": average_row(rows)}
+    return summary
 
 
-def percent_difference(base: float | None, other: float | None) -> float | None:
-    if not base or other is None:
+def level_row(level: int, runs: list[dict]) -> dict | None:
+    sides = {scheme: {run["repeat"]: run for run in runs if run["scheme"] == scheme} for scheme in ("http", "https")}
+    if not sides["http"] or not sides["https"]:
         return None
-    return abs(other - base) / base * 100
+    cost = overhead(sides["http"], sides["https"])
+    return {"concurrency": level,
+            "http": cell_summary(list(sides["http"].values())), "https": cell_summary(list(sides["https"].values())),
+            "time_taken_overhead": cost["time_taken"], "requests_per_second_overhead": cost["requests_per_second"],
+            "time_taken_overhead_pct": shown_pct(cost["time_taken"]),
+            "requests_per_second_overhead_pct": shown_pct(cost["requests_per_second"]),
+            "pairs": {scheme: sides[scheme] for scheme in sides}}
 
 
-def sweep_summary(levels: list[dict]) -> dict:
-    """Rows of the seed's Tables V-VI and their averages.
-
-    Each level is {"concurrency": c, "http": report, "https": report}; a row carries both
-    sides' time taken and requests/s and the two overhead percentages; `average` is the
-    arithmetic mean of every column over the levels (None where a level had no value).
-    """
-    rows = []
-    for level in levels:
-        cost = overhead(level["http"], level["https"])
-        rows.append({
-            "concurrency": level["concurrency"],
-            "http_time_taken_s": cost["http"]["time_taken_s"], "https_time_taken_s": cost["https"]["time_taken_s"],
-            "time_taken_overhead_pct": cost["time_taken_pct"],
-            "http_requests_per_second": cost["http"]["requests_per_second"],
-            "https_requests_per_second": cost["https"]["requests_per_second"],
-            "requests_per_second_overhead_pct": cost["requests_per_second_pct"],
-        })
-    columns = [k for k in rows[0] if k != "concurrency"] if rows else []
-    return {"levels": rows, "average": {column: mean_of([row[column] for row in rows]) for column in columns}}
+def shown_pct(change: dict) -> float | None:
+    """The signed point estimate, or None when there is nothing to show (too short, no data)."""
+    return None if change["verdict"] in (stats.TOO_SHORT, stats.NO_DATA) else change["pct"]
 
 
-def mean_of(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
+def average_row(rows: list[dict]) -> dict:
+    """Geometric mean of the per-level ratios, by repeat, over the levels that concluded."""
+    usable = [row for row in rows if row["time_taken_overhead"]["verdict"] != stats.TOO_SHORT]
+    time = stats.pooled_paired_change(groups_by_repeat(usable, "time_per_request_s"))
+    rate = stats.negated(stats.pooled_paired_change(groups_by_repeat(usable, "requests_per_second")))
+    if not usable and rows:
+        time, rate = stats.inconclusive(time), stats.inconclusive(rate)
+    return {"levels_used": [row["concurrency"] for row in usable],
+            "time_taken_overhead": time, "requests_per_second_overhead": rate,
+            "time_taken_overhead_pct": shown_pct(time), "requests_per_second_overhead_pct": shown_pct(rate)}
+
+
+def groups_by_repeat(rows: list[dict], key: str) -> list[list[tuple]]:
+    """Per repeat, the (HTTP, HTTPS) pairs of `key` of every row that ran that repeat on both sides."""
+    repeats = sorted({r for row in rows for r in row["pairs"]["http"] if r in row["pairs"]["https"]})
+    return [[(row["pairs"]["http"][r][key], row["pairs"]["https"][r][key]) for row in rows
+             if r in row["pairs"]["http"] and r in row["pairs"]["https"]] for r in repeats]
+
+
+def without_pairs(summary: dict) -> dict:
+    """The summary as stored and served: the per-repeat pairs are in the results already."""
+    return {mode: {"levels": [{k: v for k, v in row.items() if k != "pairs"} for row in part["levels"]],
+                   "average": part["average"]} for mode, part in summary.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,6 +382,9 @@ def ab_text(report: dict) -> str:
                   f"Time per request:       {report['time_per_request_all_ms']:.3f} [ms] "
                   f"(mean, across all concurrent requests)",
                   f"Transfer rate:          {report['transfer_rate_kbps']:.2f} [Kbytes/sec] received"]
+    if report.get("requests_per_second_end_to_end") is not None:
+        lines.append(f"End to end:             {report['requests_per_second_end_to_end']:.2f} [#/sec] over "
+                     f"{report['wall_s']:.3f} seconds (set-up included)")
     lines += connection_times_text(report) + percentage_text(report) + extra_text(report)
     return "\n".join(lines) + "\n"
 

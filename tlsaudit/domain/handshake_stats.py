@@ -3,6 +3,11 @@
 Inputs are the plain dicts of workers.load.handshake (histograms are encoded HdrHistograms in µs).
 SD is the sample standard deviation (n - 1), as ab and the seed's tables use; it is computed from
 the histogram buckets, so it stays exact under merges (values within 0.1 %, the histogram's 3 digits).
+
+Comparisons (TLS 1.3 vs 1.2, resumed vs full) take the repeats of each cell as the unit: a cell's
+figure per repeat is its median handshake time (p50), cells of one round are paired, and the change
+is signed like every overhead in the product: (TLS 1.3 - TLS 1.2) / TLS 1.2, negative when TLS 1.3
+is faster (tlsaudit.domain.stats.paired_change). Cells stored before repeats count as repeat 0.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import math
 import re
 
 from hdrh.histogram import HdrHistogram
+
+from tlsaudit.domain import stats
 
 PERCENTILES = (50, 95, 99)
 FAMILIES = (("AES-128-GCM", re.compile(r"AES_?128_GCM")), ("AES-256-GCM", re.compile(r"AES_?256_GCM")),
@@ -39,7 +46,8 @@ def histogram_summary(encoded: str | bytes) -> dict:
 def mean_and_sd(h: HdrHistogram) -> tuple[float, float]:
     """Mean and sample SD (n - 1) in µs over the recorded buckets (hdrh's own get_stddev divides by n)."""
     count = h.get_total_count()
-    buckets = [(item.value_iterated_to, item.count_at_value_iterated_to) for item in h.get_recorded_iterator()]
+    # The non-empty counters directly (the recorded iterator's per-bucket Python took ~40 ms a histogram).
+    buckets = [(h.get_highest_equivalent_value(h.get_value_from_index(i)), c) for i, c in enumerate(h.counts) if c]
     mean = sum(v * c for v, c in buckets) / count
     if count < 2:
         return mean, 0.0
@@ -59,53 +67,128 @@ def suite_family(suite: str | None) -> str | None:
     return None
 
 
-def faster_pct(slow_ms: float | None, fast_ms: float | None) -> float | None:
-    """How much less time `fast` takes than `slow`, in % of `slow`: (slow - fast) / slow x 100."""
-    if not slow_ms or fast_ms is None:
-        return None
-    return round((slow_ms - fast_ms) / slow_ms * 100.0, 1)
+# --- cells over their repeats ----------------------------------------------------------------------
+
+def is_full(cell: dict) -> bool:
+    return cell.get("mode", "full") == "full"
+
+
+def measured(cell: dict) -> bool:
+    return bool(cell.get("count")) and cell.get("p50_ms") is not None and not cell.get("warmup")
+
+
+def repeat_of(cell: dict) -> int:
+    return int(cell.get("repeat") or 0)
+
+
+def cell_key(cell: dict) -> tuple:
+    return (cell.get("version"), cell.get("requested_suite") or cell.get("suite"), cell.get("agents"),
+            cell.get("mode", "full"))
+
+
+def run_too_short(cell: dict) -> str | None:
+    return stats.too_short(cell.get("wall_s"), cell.get("count"))
+
+
+def cell_rows(cells: list[dict]) -> list[dict]:
+    """One row per cell (version, suite, agents, mode) over its repeats: handshakes in all, the median
+    [95 % interval] of its repeats' median handshake time and of their end-to-end rates, and whether
+    a repeat was too short to conclude from. Warm-ups and skipped cells are left out."""
+    groups: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        if not cell.get("warmup") and not cell.get("skipped"):
+            groups.setdefault(cell_key(cell), []).append(cell)
+    rows = []
+    for (version, suite, agents, mode), repeats in groups.items():
+        timed = [c for c in repeats if measured(c)]
+        reasons = [reason for c in timed if (reason := run_too_short(c))]
+        rows.append({"version": version, "suite": suite, "agents": agents, "mode": mode, "repeats": len(repeats),
+                     "count": sum(c.get("count") or 0 for c in repeats),
+                     "failures": sum(sum((c.get("failures") or {}).values()) for c in repeats),
+                     "p50_ms": stats.median_interval([c["p50_ms"] for c in timed]),
+                     "mean_ms": stats.median([c["mean_ms"] for c in timed if c.get("mean_ms") is not None]),
+                     "handshakes_per_s": stats.median_interval([c["count"] / c["wall_s"] for c in timed
+                                                                if c.get("wall_s")]),
+                     "too_short": f"{len(reasons)} of {len(timed)} runs too short ({reasons[0]})" if reasons else None,
+                     "needed_per_agent": needed_per_agent(timed) if reasons else None})
+    return rows
+
+
+def needed_per_agent(cells: list[dict]) -> int | None:
+    needs = [(need, c.get("agents") or 1) for c in cells if (need := stats.needed_count(c.get("wall_s"), c["count"]))]
+    return max((-(-need // agents) for need, agents in needs), default=None)
+
+
+def by_round(cells: list[dict]) -> dict[int, float]:
+    """Round -> the median of the p50s of the given cells measured in that round."""
+    rounds: dict[int, list[float]] = {}
+    for cell in cells:
+        if measured(cell):
+            rounds.setdefault(repeat_of(cell), []).append(cell["p50_ms"])
+    return {r: stats.median(values) for r, values in rounds.items()}
+
+
+def paired_rounds(base: list[dict], other: list[dict]) -> tuple[dict, list]:
+    """The change of `other` against `base` over the rounds both ran, and why it cannot conclude."""
+    base_rounds, other_rounds = by_round(base), by_round(other)
+    pairs = [(base_rounds[r], other_rounds[r]) for r in sorted(set(base_rounds) & set(other_rounds))]
+    result = stats.paired_change(pairs)
+    reasons = [reason for c in base + other if measured(c) and (reason := run_too_short(c))]
+    return (stats.inconclusive(result) if reasons and pairs else result), reasons
 
 
 def compare_versions(cells: list[dict]) -> list[dict]:
-    """TLS 1.2 vs 1.3 mean full-handshake time per (suite family, agents), plus one "all" row per agents level.
+    """TLS 1.3 vs TLS 1.2 per (suite family, agents), plus one "all" row per agents level.
 
-    Means of several cells in one group (e.g. ECDHE-RSA and ECDHE-ECDSA on TLS 1.2) are weighted by count.
-    Row: family, agents, tls12_mean_ms, tls13_mean_ms, tls13_faster_pct ((1.2 - 1.3) / 1.2 x 100).
+    Row: family, agents, tls12_p50_ms / tls13_p50_ms (median over rounds of each round's median
+    handshake time), tls13_vs_tls12 (stats change: (1.3 - 1.2) / 1.2, negative = TLS 1.3 faster,
+    95 % interval over the rounds), tls13_vs_tls12_pct (its signed estimate, None when nothing can
+    be shown) and too_short (why not, when a run was too short to conclude from).
     """
-    groups: dict[tuple[str, int], dict[str, list[tuple[int, float]]]] = {}
+    groups: dict[tuple[str, int], dict[str, list[dict]]] = {}
     for cell in cells:
-        if cell.get("mode", "full") != "full" or not cell.get("count") or cell.get("mean_ms") is None:
+        if not is_full(cell) or not measured(cell):
             continue
         family = suite_family(cell.get("suite") or cell.get("requested_suite"))
         for key in ((family, cell["agents"]), ("all", cell["agents"])):
             if key[0] is not None:
-                groups.setdefault(key, {}).setdefault(cell["version"], []).append((cell["count"], cell["mean_ms"]))
+                groups.setdefault(key, {}).setdefault(cell["version"], []).append(cell)
     rows = []
     for (family, agents), by_version in sorted(groups.items(), key=lambda kv: (kv[0][0] == "all", kv[0])):
-        tls12, tls13 = weighted_mean(by_version.get("1.2")), weighted_mean(by_version.get("1.3"))
-        rows.append({"family": family, "agents": agents, "tls12_mean_ms": tls12, "tls13_mean_ms": tls13,
-                     "tls13_faster_pct": faster_pct(tls12, tls13)})
+        tls12, tls13 = by_version.get("1.2", []), by_version.get("1.3", [])
+        result, reasons = paired_rounds(tls12, tls13)
+        rows.append({"family": family, "agents": agents,
+                     "tls12_p50_ms": median_of_rounds(tls12), "tls13_p50_ms": median_of_rounds(tls13),
+                     "tls13_vs_tls12": result, "tls13_vs_tls12_pct": shown(result),
+                     "too_short": reasons[0] if reasons else None})
     return rows
 
 
-def weighted_mean(pairs: list[tuple[int, float]] | None) -> float | None:
-    if not pairs:
-        return None
-    total = sum(n for n, _ in pairs)
-    return round(sum(n * m for n, m in pairs) / total, 3)
+def median_of_rounds(cells: list[dict]) -> float | None:
+    value = stats.median(list(by_round(cells).values()))
+    return round(value, 3) if value is not None else None
+
+
+def shown(result: dict) -> float | None:
+    return None if result["verdict"] in (stats.TOO_SHORT, stats.NO_DATA) else result["pct"]
 
 
 def compare_resumption(cells: list[dict]) -> list[dict]:
-    """Full vs resumed mean per version (resumed cells next to the full cell of the same suite and agents)."""
+    """Resumed vs full per resumed cell (version, suite, agents), paired by round: resumed_vs_full is
+    (resumed - full) / full, negative when resuming is faster; resumption says whether the server did."""
+    groups: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        if cell.get("mode") == "resumed" and not cell.get("warmup"):
+            groups.setdefault(cell_key(cell), []).append(cell)
     rows = []
-    for resumed in (c for c in cells if c.get("mode") == "resumed"):
-        full = next((c for c in cells if c.get("mode", "full") == "full" and c.get("version") == resumed["version"]
-                     and c.get("requested_suite") == resumed.get("requested_suite")
-                     and c.get("agents") == resumed.get("agents")), None)
-        full_ms = full.get("mean_ms") if full else None
-        resumed_ms = resumed.get("mean_ms") if resumed.get("count") else None
-        rows.append({"version": resumed["version"], "suite": resumed.get("requested_suite"),
-                     "agents": resumed.get("agents"), "resumption": resumed.get("resumption"),
-                     "full_mean_ms": full_ms, "resumed_mean_ms": resumed_ms,
-                     "resumed_faster_pct": faster_pct(full_ms, resumed_ms)})
+    for (version, suite, agents, _), resumed in groups.items():
+        full = [c for c in cells if is_full(c) and c.get("version") == version and c.get("agents") == agents
+                and (c.get("requested_suite") or c.get("suite")) == suite]
+        result, reasons = paired_rounds(full, resumed)
+        verdicts = {c.get("resumption") for c in resumed}
+        rows.append({"version": version, "suite": suite, "agents": agents,
+                     "resumption": next((v for v in ("supported", "unsupported", "unknown") if v in verdicts), None),
+                     "full_p50_ms": median_of_rounds(full), "resumed_p50_ms": median_of_rounds(resumed),
+                     "resumed_vs_full": result, "resumed_vs_full_pct": shown(result),
+                     "too_short": reasons[0] if reasons else None})
     return rows

@@ -1,12 +1,29 @@
 """Turn a run's validated params into steps, and a step into agent shares. Pure: plain dicts.
 
-A step is one ab-style run (load, one sweep level/scheme/mode) or one handshake cell; steps run
-one after another (so they never compete for the same CPU), each split over agent tasks.
+A step is one ab-style run (one repeat of a load cell or of a sweep's level/scheme/mode) or one
+repeat of a handshake cell; steps run one after another (so they never compete for the same CPU),
+each split over agent tasks. The run design (see tlsaudit/domain/stats.py for what is computed):
+
+1. Warm-up steps first, discarded: the first connections of a run pay for DNS, TCP slow start,
+   the server's caches and our own imports; they would land in whichever cell ran first.
+2. Then `repeats` rounds; each round runs every cell once. Rounds, not cells, are the outer loop,
+   so a slow minute on a shared machine or a real network hits one repeat of every cell instead of
+   every repeat of one cell, and a stopped run still has a balanced set.
+3. The two sides of a comparison run back to back (HTTP then HTTPS, TLS 1.2 then 1.3), and the order
+   alternates by round (A B, B A, A B …) so that neither side always runs first.
 """
 
 from __future__ import annotations
 
 MODES = {"new": "new connection per request", "keepalive": "keep-alive"}
+SCHEMES = ("http", "https")
+# Each ab-style run stops at n requests or after this long, whichever comes first (ab -n N -t S): on a
+# slow site a low concurrency level would otherwise take minutes per repeat (n=500 at c=1 over a
+# 50 ms link is ~100 s). A run stopped early keeps what it measured; too few requests say so.
+RUN_TIME_LIMIT_S = 5.0
+WARMUP_REQUESTS = 50        # per mode and scheme
+WARMUP_CONCURRENCY = 10
+WARMUP_AGENTS, WARMUP_PER_AGENT = 2, 5   # per version
 
 
 def split(total: int, parts: int) -> list[int]:
@@ -16,45 +33,84 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-def load_step(scheme: str, port: int, level: int, mode: str, requests: int, path: str) -> dict:
+def in_order(sides, repeat: int) -> list:
+    """A B in even rounds, B A in odd ones."""
+    return list(sides) if repeat % 2 == 0 else list(reversed(sides))
+
+
+def which_run(repeat: int | None, repeats: int) -> str:
+    if repeat is None:
+        return ", warm-up (discarded)"
+    return f", repeat {repeat + 1}/{repeats}" if repeats > 1 else ""
+
+
+def load_step(scheme: str, port: int, level: int, mode: str, requests: int, path: str, repeat: int | None = 0,
+              repeats: int = 1) -> dict:
+    """One ab-style run; `repeat` None is a warm-up."""
     return {"engine": "load", "scheme": scheme, "port": port, "level": level, "mode": mode, "requests": requests,
-            "path": path, "work": requests,
-            "label": f"{scheme.upper()} c={level} n={requests} ({MODES[mode]})"}
+            "path": path, "work": requests, "repeat": repeat or 0, "warmup": repeat is None,
+            "time_limit_s": RUN_TIME_LIMIT_S,
+            "label": f"{scheme.upper()} c={level} n={requests} ({MODES[mode]}){which_run(repeat, repeats)}"}
+
+
+def warmup_steps(schemes, ports: dict[str, int], levels: list[int], modes: list[str], requests: int,
+                 path: str) -> list[dict]:
+    concurrency = min(max(levels), WARMUP_CONCURRENCY)
+    count = max(concurrency, min(requests, WARMUP_REQUESTS))
+    return [load_step(scheme, ports[scheme], concurrency, mode, count, path, repeat=None)
+            for mode in modes for scheme in schemes]
 
 
 def load_steps(params: dict, ports: dict[str, int]) -> list[dict]:
-    return [load_step(params["scheme"], ports[params["scheme"]], params["concurrency"],
-                      "keepalive" if params["keepalive"] else "new", params["requests"], params["path"])]
+    scheme, mode = params["scheme"], "keepalive" if params["keepalive"] else "new"
+    repeats = params.get("repeats", 1)
+    warmups = warmup_steps([scheme], ports, [params["concurrency"]], [mode], params["requests"], params["path"])
+    return warmups + [load_step(scheme, ports[scheme], params["concurrency"], mode, params["requests"],
+                                params["path"], repeat=r, repeats=repeats) for r in range(repeats)]
 
 
 def sweep_steps(params: dict, ports: dict[str, int]) -> list[dict]:
-    """HTTP then HTTPS at each level and mode, interleaved so drift on the machine hits both alike."""
-    return [load_step(scheme, ports[scheme], level, mode, params["requests"], params["path"])
-            for level in params["levels"] for mode in params["modes"] for scheme in ("http", "https")]
-
-
-def handshake_steps(params: dict, suites_by_version: dict[str, list[str]]) -> list[dict]:
-    """Every (agents level, version, suite) cell, versions interleaved; with `resume`, one resumed
-    cell per version (its first suite, the first agents level). A version whose suite list is
-    empty (the server accepts none of them) gets no cell; a version not in the dict, the server's default."""
-    versions = [v for v in params["versions"] if suites_by_version.get(v, [None])]
-    steps = []
-    for agents in params["agents_levels"]:
-        for version in versions:
-            for suite in suites_by_version.get(version, [None]):
-                steps.append(handshake_step(version, suite, agents, params["per_agent"], resume=False))
-    if params.get("resume"):
-        for version in versions:
-            suite = suites_by_version.get(version, [None])[0]
-            steps.append(handshake_step(version, suite, params["agents_levels"][0], params["per_agent"], resume=True))
+    """Warm-ups, then per round: every level and mode, HTTP and HTTPS back to back (order alternating)."""
+    repeats = params.get("repeats", 1)
+    steps = warmup_steps(SCHEMES, ports, params["levels"], params["modes"], params["requests"], params["path"])
+    for r in range(repeats):
+        for level in params["levels"]:
+            for mode in params["modes"]:
+                steps += [load_step(scheme, ports[scheme], level, mode, params["requests"], params["path"],
+                                    repeat=r, repeats=repeats) for scheme in in_order(SCHEMES, r)]
     return steps
 
 
-def handshake_step(version: str, suite: str | None, agents: int, per_agent: int, resume: bool) -> dict:
+def handshake_steps(params: dict, suites_by_version: dict[str, list[str]]) -> list[dict]:
+    """Warm-ups, then per round every (agents level, version, suite) cell, versions interleaved and
+    their order alternating; with `resume`, one resumed cell per version per round (its first suite,
+    the first agents level). A version whose suite list is empty (the server accepts none of them)
+    gets no cell; a version not in the dict, the server's default."""
+    versions = [v for v in params["versions"] if suites_by_version.get(v, [None])]
+    repeats, first_level = params.get("repeats", 1), params["agents_levels"][0]
+    steps = [handshake_step(v, suites_by_version.get(v, [None])[0], min(WARMUP_AGENTS, first_level),
+                            min(WARMUP_PER_AGENT, params["per_agent"]), resume=False, repeat=None)
+             for v in versions]
+    for r in range(repeats):
+        order = in_order(versions, r)
+        for agents in params["agents_levels"]:
+            for version in order:
+                for suite in suites_by_version.get(version, [None]):
+                    steps.append(handshake_step(version, suite, agents, params["per_agent"], False, r, repeats))
+        if params.get("resume"):
+            for version in order:
+                suite = suites_by_version.get(version, [None])[0]
+                steps.append(handshake_step(version, suite, first_level, params["per_agent"], True, r, repeats))
+    return steps
+
+
+def handshake_step(version: str, suite: str | None, agents: int, per_agent: int, resume: bool,
+                   repeat: int | None = 0, repeats: int = 1) -> dict:
     what = "resumed" if resume else "full"
     return {"engine": "handshake", "version": version, "suite": suite, "agents": agents, "per_agent": per_agent,
-            "resume": resume, "work": agents * per_agent,
-            "label": f"TLS {version} {suite or 'default suite'}, {agents} agents × {per_agent} ({what})"}
+            "resume": resume, "work": agents * per_agent, "repeat": repeat or 0, "warmup": repeat is None,
+            "label": f"TLS {version} {suite or 'default suite'}, {agents} agents × {per_agent} ({what})"
+                     f"{which_run(repeat, repeats)}"}
 
 
 def agent_shares(step: dict, agents: int) -> list[dict]:

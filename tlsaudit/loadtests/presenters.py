@@ -1,11 +1,18 @@
 """Shape a run for its page: progress lines, and charts, each with the table of its exact numbers.
 
 A chart is a plain dict {id, title, type, x_title, y_title, labels, datasets: [{label, data,
-errors?}], table: {header, rows}}; the page draws them from one json_script (static/js/perf.js),
-prints the tables under them, and the CSV view serves the same tables.
+intervals?}], warnings, table: {header, rows}}; the page draws them from one json_script
+(static/js/perf.js: `intervals` are [low, high] pairs drawn as error bars), prints the warnings and
+the tables under them, the CSV view serves the same tables and the PDF report prints them.
+
+Every comparison reads the run's summary (services.summary_of: medians over the repeats with 95 %
+intervals, signed overheads: negative when HTTPS, TLS 1.3 or resumption is faster). A figure that is
+too short to conclude is not drawn (its point is null) and says so in its chart's warnings and row.
 """
 
 from __future__ import annotations
+
+from tlsaudit.domain import stats
 
 PERCENTAGES = ("50", "66", "75", "80", "90", "95", "98", "99", "100")
 MODE_TITLES = {"new": "new connection per request", "keepalive": "keep-alive"}
@@ -18,81 +25,212 @@ def present_run(run) -> dict:
     return {"steps": [{"label": s["label"], "status": s["status"]} for s in steps], "round_trips": round_trips(run),
             "steps_done": sum(1 for s in steps if s["status"] == "done"), "charts": charts,
             "chart_data": [{k: v for k, v in c.items() if k != "table"} for c in charts],
-            "reports": [{**report_rows(e), "slug": f"report-{i + 1}"}
-                        for i, e in enumerate(e for e in run.results if "report" in e)]}
+            "too_short": [w for c in charts for w in c["warnings"]], "design": run_design(run),
+            "min_run_s": f"{stats.MIN_RUN_S:g}", "min_run_samples": stats.MIN_RUN_SAMPLES,
+            "reports": [{**report_rows(e), "slug": f"report-{i + 1}"} for i, e in enumerate(reported(run))]}
+
+
+def run_design(run) -> str:
+    """How the figures were obtained, in one line for the page."""
+    repeats = (run.params or {}).get("repeats")
+    if not repeats:
+        return "Single run per cell (stored before repeats): figures have no interval."
+    sides = {"sweep": "HTTP and HTTPS back to back, order alternating", "handshakes": "TLS versions interleaved, "
+             "order alternating", "load": "one cell"}[run.kind]
+    return (f"{repeats} repeat{'s' if repeats > 1 else ''} per cell after a discarded warm-up ({sides}); "
+            "medians with 95 % intervals over the repeats; rates are end to end, set-up included.")
+
+
+def reported(run) -> list[dict]:
+    """The ab-style runs shown as reports: every measured step (warm-ups are only in the step list)."""
+    return [e for e in run.results if "report" in e and not e.get("warmup")]
 
 
 def charts_for(run) -> list[dict]:
+    from tlsaudit.loadtests.services import summary_of
+
     if not run.results:
         return []
+    summary = summary_of(run)
     if run.kind == "handshakes":
-        return handshake_charts(run)
+        return handshake_charts(summary)
     charts = []
     for mode in ("new", "keepalive"):
-        entries = [e for e in run.results if e.get("mode") == mode]
+        entries = [e for e in reported(run) if e.get("mode") == mode]
         if entries:
-            charts += load_charts(run, mode, entries)
+            charts += load_charts(run, summary, mode, entries)
     return charts
 
 
 def csv_tables(run) -> dict[str, tuple[list, list]]:
     tables = {c["id"]: (c["table"]["header"], c["table"]["rows"]) for c in charts_for(run)}
-    for index, entry in enumerate(e for e in run.results if "report" in e):
+    for index, entry in enumerate(reported(run)):
         tables[f"report-{index + 1}"] = (["field", "value"], report_rows(entry)["rows"])
     return tables
 
 
+# --- intervals and verdicts ------------------------------------------------------------------------
+
+def figure(estimate: dict | None, digits: int = 3) -> tuple:
+    """(median, low, high) of a stats estimate, rounded."""
+    estimate = estimate or {}
+    return tuple(rounded(estimate.get(k), digits) for k in ("median", "low", "high"))
+
+
+def interval(estimate: dict | None, digits: int = 3) -> list | None:
+    median, low, high = figure(estimate, digits)
+    return [low, high] if low is not None and high is not None else None
+
+
+def change_cells(change: dict | None, **words) -> list:
+    """[pct, low, high, verdict] of a signed change: the numbers stay empty when too short to conclude."""
+    change = change or stats.no_change()
+    shown = change["verdict"] not in (stats.TOO_SHORT, stats.NO_DATA)
+    numbers = [rounded(change[k], 1) if shown else None for k in ("pct", "low_pct", "high_pct")]
+    return [*numbers, stats.change_words(change, **words)]
+
+
+def drawn(change: dict | None):
+    """The bar of a change (None when too short: never drawn as a result)."""
+    change = change or stats.no_change()
+    return None if change["verdict"] in (stats.TOO_SHORT, stats.NO_DATA) else rounded(change["pct"], 1)
+
+
+def drawn_interval(change: dict | None):
+    change = change or stats.no_change()
+    if drawn(change) is None or change["low_pct"] is None:
+        return None
+    return [rounded(change["low_pct"], 1), rounded(change["high_pct"], 1)]
+
+
+def cell_value(cell: dict, key: str, digits: int = 3):
+    """The median of a cell's figure, or None when the cell is too short to conclude."""
+    return None if cell.get("too_short") else figure(cell.get(key), digits)[0]
+
+
+def cell_interval(cell: dict, key: str, digits: int = 3):
+    return None if cell.get("too_short") else interval(cell.get(key), digits)
+
+
 # --- load and sweep --------------------------------------------------------------------------
 
-def load_charts(run, mode: str, entries: list[dict]) -> list[dict]:
+def load_charts(run, summary: dict, mode: str, entries: list[dict]) -> list[dict]:
     suffix = "" if run.kind == "load" else f" ({MODE_TITLES[mode]})"
-    charts = [percentile_chart(f"latency-{mode}", f"Latency percentiles{suffix}", entries),
-              breakdown_chart(f"times-{mode}", f"Connection times, mean{suffix}", entries)]
-    if run.kind == "sweep":
-        levels = sorted({e["level"] for e in entries})
-        charts = [
-            by_level_chart(f"rps-{mode}", f"Requests per second vs concurrency{suffix}", "requests/s", levels,
-                           entries, rps),
-            by_level_chart(f"time-{mode}", f"Time taken vs concurrency{suffix}", "seconds", levels, entries,
-                           time_taken),
-            overhead_chart(f"overhead-{mode}", f"TLS overhead per level{suffix}", run.summary.get(mode) or {}),
-            *charts,
-        ]
-    return charts
+    typical = median_repeats(entries)
+    charts = [percentile_chart(f"latency-{mode}", f"Latency percentiles, median repeat{suffix}", typical),
+              breakdown_chart(f"times-{mode}", f"Connection times, mean, median repeat{suffix}", typical)]
+    if run.kind == "load":
+        cell = summary.get("cell")
+        return ([rate_chart(f"rate-{mode}", f"Requests per second, end to end{suffix}", cell, entries[0])]
+                if cell else []) + charts
+    part = summary.get(mode) or {"levels": [], "average": {}}
+    levels = part["levels"]
+    return [
+        by_level_chart(f"rps-{mode}", f"Requests per second vs concurrency{suffix}", "requests/s", levels,
+                       "requests_per_second", 1),
+        by_level_chart(f"time-{mode}", f"Time taken vs concurrency, end to end{suffix}", "seconds", levels, "time_s"),
+        overhead_chart(f"overhead-{mode}", f"TLS overhead per level{suffix}", part),
+        *charts,
+    ]
 
 
-def rps(report: dict):
-    return rounded(report.get("requests_per_second"), 1)
+def median_repeats(entries: list[dict]) -> list[dict]:
+    """Per cell (scheme, level), the repeat with the median end-to-end rate: one typical run each."""
+    from tlsaudit.domain.abstats import run_figures
+
+    cells: dict[tuple, list[dict]] = {}
+    for entry in entries:
+        cells.setdefault((entry["level"], entry["scheme"]), []).append(entry)
+    chosen = []
+    for key in sorted(cells):
+        runs = sorted(cells[key], key=lambda e: run_figures(e["report"])["requests_per_second"] or 0)
+        chosen.append(runs[(len(runs) - 1) // 2])
+    return chosen
 
 
-def time_taken(report: dict):
-    return rounded(report.get("time_taken_s"))
+def cell_warnings(prefix: str, cell: dict) -> list[str]:
+    if not cell.get("too_short"):
+        return []
+    need = f"; ask for at least {cell['needed_requests']:,} requests" if cell.get("needed_requests") else ""
+    return [f"{prefix}: too short to conclude — {cell['too_short']}{need}."]
 
 
-def by_level_chart(chart_id, title, unit, levels, entries, value) -> dict:
-    series = {s: {e["level"]: value(e["report"]) for e in entries if e["scheme"] == s} for s in SCHEMES}
-    rows = [[level, series["http"].get(level), series["https"].get(level)] for level in levels]
-    return chart(chart_id, title, "line", "concurrency", unit, levels,
-                 [dataset("HTTP", [r[1] for r in rows]), dataset("HTTPS", [r[2] for r in rows])],
-                 ["concurrency", f"HTTP {unit}", f"HTTPS {unit}"], rows)
+def rate_chart(chart_id, title, cell: dict, entry: dict) -> dict:
+    label = f"{entry['scheme'].upper()} c={entry['level']}"
+    rate = figure(cell["requests_per_second"], 1)
+    row = [label, cell["repeats"], *rate, stats.TOO_SHORT if cell.get("too_short") else "", cell.get("too_short") or ""]
+    return chart(chart_id, title, "bar", "run", "requests/s", [label],
+                 [dataset("requests/s", [cell_value(cell, "requests_per_second", 1)],
+                          [cell_interval(cell, "requests_per_second", 1)])],
+                 ["run", "repeats", "requests/s (median)", "95 % low", "95 % high", "verdict", "note"], [row],
+                 warnings=cell_warnings(label, cell))
 
 
-def overhead_chart(chart_id, title, summary: dict) -> dict:
-    """The seed's Tables V-VI: both sides and the overhead % per level, then the averages."""
-    columns = ("http_time_taken_s", "https_time_taken_s", "time_taken_overhead_pct", "http_requests_per_second",
-               "https_requests_per_second", "requests_per_second_overhead_pct")
-    rows = [[lv["concurrency"], *(rounded(lv.get(c)) for c in columns)] for lv in summary.get("levels", [])]
-    if rows:
-        rows.append(["average", *(rounded((summary.get("average") or {}).get(c)) for c in columns)])
-    return chart(chart_id, title, "bar", "concurrency", "overhead %", [r[0] for r in rows],
-                 [dataset("Time taken overhead %", [r[3] for r in rows]),
-                  dataset("Requests/s overhead %", [r[6] for r in rows])],
-                 ["concurrency", "HTTP time taken s", "HTTPS time taken s", "time taken overhead %",
-                  "HTTP requests/s", "HTTPS requests/s", "requests/s overhead %"], rows)
+def by_level_chart(chart_id, title, unit, levels: list[dict], key: str, digits: int = 3) -> dict:
+    """HTTP and HTTPS per level: the median over the repeats, its 95 % interval as error bars."""
+    labels = [row["concurrency"] for row in levels]
+    datasets, warnings, rows = [], [], []
+    for scheme in SCHEMES:
+        cells = [row[scheme] for row in levels]
+        datasets.append(dataset(scheme.upper(), [cell_value(c, key, digits) for c in cells],
+                                [cell_interval(c, key, digits) for c in cells]))
+    for row in levels:
+        http, https = row["http"], row["https"]
+        notes = "; ".join(f"{s.upper()} {row[s]['too_short']}" for s in SCHEMES if row[s].get("too_short"))
+        rows.append([row["concurrency"], http["repeats"], *figure(http[key], digits), *figure(https[key], digits),
+                     notes])
+        for scheme in SCHEMES:
+            warnings += cell_warnings(f"{scheme.upper()} c={row['concurrency']}", row[scheme])
+    header = ["concurrency", "repeats", f"HTTP {unit} (median)", "HTTP 95 % low", "HTTP 95 % high",
+              f"HTTPS {unit} (median)", "HTTPS 95 % low", "HTTPS 95 % high", "note"]
+    return chart(chart_id, title, "line", "concurrency", unit, labels, datasets, header, rows,
+                 warnings=unique(warnings))
+
+
+def overhead_chart(chart_id, title, part: dict) -> dict:
+    """The seeds' Tables V-VI, signed: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP,
+    negative when HTTPS is faster, each with its 95 % interval and verdict, then the average row."""
+    rows, time_bars, rate_bars, time_errors, rate_errors, labels = [], [], [], [], [], []
+    for row in part["levels"]:
+        http, https = row["http"], row["https"]
+        time, rate = row["time_taken_overhead"], row["requests_per_second_overhead"]
+        note = "; ".join(f"{s.upper()} {row[s]['too_short']}" for s in SCHEMES if row[s].get("too_short"))
+        rows.append([row["concurrency"], http["repeats"], figure(http["time_s"])[0], figure(https["time_s"])[0],
+                     *change_cells(time), figure(http["requests_per_second"], 1)[0],
+                     figure(https["requests_per_second"], 1)[0], *change_cells(rate), note])
+        labels.append(row["concurrency"])
+        time_bars.append(drawn(time))
+        rate_bars.append(drawn(rate))
+        time_errors.append(drawn_interval(time))
+        rate_errors.append(drawn_interval(rate))
+    average = part.get("average") or {}
+    if rows and average:
+        used = ", ".join(str(c) for c in average["levels_used"]) or "none"
+        time, rate = average["time_taken_overhead"], average["requests_per_second_overhead"]
+        rows.append(["average", "", None, None, *change_cells(time), None, None, *change_cells(rate),
+                     f"geometric mean of the levels that concluded (c = {used})"])
+        labels.append("average")
+        time_bars.append(drawn(time))
+        rate_bars.append(drawn(rate))
+        time_errors.append(drawn_interval(time))
+        rate_errors.append(drawn_interval(rate))
+    warnings = [f"c={row['concurrency']}: {stats.TOO_SHORT} ("
+                f"{'; '.join(row[s]['too_short'] for s in SCHEMES if row[s].get('too_short'))})."
+                for row in part["levels"] if row["time_taken_overhead"]["verdict"] == stats.TOO_SHORT]
+    header = ["concurrency", "repeats", "HTTP time taken s", "HTTPS time taken s", "time taken overhead %",
+              "time 95 % low", "time 95 % high", "time verdict", "HTTP requests/s", "HTTPS requests/s",
+              "requests/s overhead %", "requests/s 95 % low", "requests/s 95 % high", "requests/s verdict", "note"]
+    return chart(chart_id, title, "bar", "concurrency", "overhead % (negative: HTTPS faster)", labels,
+                 [dataset("Time taken overhead %", time_bars, time_errors),
+                  dataset("Requests/s overhead %", rate_bars, rate_errors)], header, rows, warnings=warnings)
 
 
 def rounded(value, digits: int = 3):
     return round(value, digits) if isinstance(value, float) else value
+
+
+def unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
 
 
 def percentile_chart(chart_id, title, entries) -> dict:
@@ -128,8 +266,8 @@ def percentage(report: dict, p: str):
 
 def phase_mean(report: dict, phase: str):
     phases = (report.get("connection_times") or {}).get("phases") or {}
-    stats = phases.get(phase) or {}
-    return round(stats["mean"] / 1000, 3) if stats.get("mean") is not None else None
+    stats_ = phases.get(phase) or {}
+    return round(stats_["mean"] / 1000, 3) if stats_.get("mean") is not None else None
 
 
 def report_rows(entry: dict) -> dict:
@@ -196,76 +334,83 @@ def load_phase_median_ms(entry: dict, phase: str):
 
 # --- handshakes ------------------------------------------------------------------------------
 
-def handshake_charts(run) -> list[dict]:
-    cells = [e["result"] for e in run.results]
-    full = [c for c in cells if c.get("mode", "full") == "full" and c.get("count")]
-    charts = [suite_chart(full)]
-    resumed = run.summary.get("resumption") or []
-    if resumed:
-        charts.append(resumption_chart(resumed))
-    charts.append(versions_table(run.summary.get("versions") or []))
+def handshake_charts(summary: dict) -> list[dict]:
+    charts = [suite_chart(summary.get("cells") or [])]
+    if summary.get("resumption"):
+        charts.append(resumption_chart(summary["resumption"]))
+    charts.append(versions_chart(summary.get("versions") or []))
     return charts
 
 
-def suite_label(cell: dict) -> str:
-    return f"{cell.get('suite') or cell.get('requested_suite') or 'default'} ({cell.get('agents')} agents)"
-
-
 def suite_chart(cells: list[dict]) -> dict:
-    """Mean full-handshake time per suite and agents level, one bar per version, SD as error bars."""
-    labels = sorted({suite_key(c) for c in cells})
-    datasets, rows = [], []
+    """Median full-handshake time per suite family and agents level, one bar per version, with the
+    95 % interval over the repeats as error bars; the table has every cell and its end-to-end rate."""
+    full = [c for c in cells if c["mode"] == "full" and c["count"]]
+    labels = sorted({suite_key(c) for c in full})
+    datasets = []
     for version in ("1.2", "1.3"):
-        by_key = {suite_key(c): c for c in cells if c.get("version") == version}
-        if not by_key:
-            continue
-        datasets.append(dataset(f"TLS {version}", [by_key[k]["mean_ms"] if k in by_key else None for k in labels],
-                                errors=[by_key[k]["sd_ms"] if k in by_key else None for k in labels]))
-    for c in sorted(cells, key=lambda c: (c.get("agents", 0), c.get("version", ""), str(c.get("suite")))):
-        rows.append([c.get("version"), c.get("suite") or c.get("requested_suite"), c.get("agents"), c.get("count"),
-                     c.get("mean_ms"), c.get("sd_ms"), c.get("p50_ms"), c.get("p95_ms"), c.get("p99_ms"),
-                     c.get("handshakes_per_s"), sum((c.get("failures") or {}).values())])
-    return chart("handshakes", "Full handshake time per suite, TLS 1.2 vs 1.3 (mean ± SD)", "bar",
-                 "suite family (agents)", "ms", labels, datasets,
-                 ["TLS", "suite", "agents", "count", "mean ms", "SD ms", "p50 ms", "p95 ms", "p99 ms",
-                  "handshakes/s", "failures"], rows)
+        by_key = {suite_key(c): c for c in full if c["version"] == version}
+        if by_key:
+            datasets.append(dataset(f"TLS {version}", [cell_value(by_key[k], "p50_ms") if k in by_key else None
+                                                       for k in labels],
+                                    [cell_interval(by_key[k], "p50_ms") if k in by_key else None for k in labels]))
+    rows = [[c["version"], c["suite"], c["agents"], c["mode"], c["repeats"], c["count"], *figure(c["p50_ms"]),
+             rounded(c["mean_ms"]), *figure(c["handshakes_per_s"], 1), c["failures"], c["too_short"] or ""]
+            for c in sorted(cells, key=lambda c: (c["agents"] or 0, c["mode"], c["version"] or "", str(c["suite"])))]
+    warnings = [f"TLS {c['version']} {c['suite'] or 'default'} ({c['agents']} agents): {stats.TOO_SHORT} — "
+                f"{c['too_short']}" + (f"; ask for at least {c['needed_per_agent']:,} handshakes per agent."
+                                       if c.get("needed_per_agent") else ".") for c in cells if c["too_short"]]
+    return chart("handshakes", "Full handshake time per suite, TLS 1.2 vs 1.3 (median over the repeats, 95 % "
+                 "interval)", "bar", "suite family (agents)", "ms", labels, datasets,
+                 ["TLS", "suite", "agents", "mode", "repeats", "handshakes", "median ms", "95 % low ms",
+                  "95 % high ms", "mean ms", "handshakes/s (end to end)", "handshakes/s 95 % low",
+                  "handshakes/s 95 % high", "failures", "note"], rows, warnings=warnings)
 
 
 def suite_key(cell: dict) -> str:
     from tlsaudit.domain.handshake_stats import suite_family
 
-    family = suite_family(cell.get("suite") or cell.get("requested_suite")) or (cell.get("suite") or "default")
+    family = suite_family(cell.get("suite")) or (cell.get("suite") or "default")
     return f"{family} ({cell.get('agents')} agents)"
 
 
 def resumption_chart(rows_in: list[dict]) -> dict:
     labels = [f"TLS {r['version']} {r.get('suite') or 'default'}" for r in rows_in]
-    rows = [[label, r.get("resumption"), r.get("full_mean_ms"), r.get("resumed_mean_ms"), r.get("resumed_faster_pct")]
+    rows = [[label, r.get("resumption"), r.get("full_p50_ms"), r.get("resumed_p50_ms"),
+             *change_cells(r["resumed_vs_full"], side="resumed"), r.get("too_short") or ""]
             for label, r in zip(labels, rows_in)]
-    return chart("resumption", "Full vs resumed handshakes (mean)", "bar", "version and suite", "ms", labels,
+    return chart("resumption", "Full vs resumed handshakes (median time)", "bar", "version and suite", "ms", labels,
                  [dataset("Full", [r[2] for r in rows]), dataset("Resumed", [r[3] for r in rows])],
-                 ["cell", "resumption", "full mean ms", "resumed mean ms", "resumed faster %"], rows)
+                 ["cell", "resumption", "full median ms", "resumed median ms", "resumed vs full %", "95 % low",
+                  "95 % high", "verdict", "note"], rows)
 
 
-def versions_table(rows_in: list[dict]) -> dict:
+def versions_chart(rows_in: list[dict]) -> dict:
+    """(TLS 1.3 - TLS 1.2) / TLS 1.2 per family and agents: negative when TLS 1.3 is faster."""
     labels = [f"{r['family']} ({r['agents']} agents)" for r in rows_in]
-    rows = [[r["family"], r["agents"], r["tls12_mean_ms"], r["tls13_mean_ms"], r["tls13_faster_pct"]]
-            for r in rows_in]
-    return chart("versions", "TLS 1.3 vs TLS 1.2: how much faster (%)", "bar", "suite family (agents)",
-                 "TLS 1.3 faster %", labels, [dataset("TLS 1.3 faster %", [r[4] for r in rows])],
-                 ["suite family", "agents", "TLS 1.2 mean ms", "TLS 1.3 mean ms", "TLS 1.3 faster %"], rows)
+    rows = [[r["family"], r["agents"], r["tls12_p50_ms"], r["tls13_p50_ms"],
+             *change_cells(r["tls13_vs_tls12"], side="TLS 1.3"), r.get("too_short") or ""] for r in rows_in]
+    warnings = [f"{label}: {stats.TOO_SHORT} ({r['too_short']})."
+                for label, r in zip(labels, rows_in) if r["tls13_vs_tls12"]["verdict"] == stats.TOO_SHORT]
+    return chart("versions", "TLS 1.3 vs TLS 1.2: change in median handshake time (negative: TLS 1.3 faster)", "bar",
+                 "suite family (agents)", "TLS 1.3 vs 1.2 %", labels,
+                 [dataset("TLS 1.3 vs 1.2 %", [drawn(r["tls13_vs_tls12"]) for r in rows_in],
+                          [drawn_interval(r["tls13_vs_tls12"]) for r in rows_in])],
+                 ["suite family", "agents", "TLS 1.2 median ms", "TLS 1.3 median ms", "TLS 1.3 vs 1.2 %",
+                  "95 % low", "95 % high", "verdict", "note"], rows, warnings=warnings)
 
 
 # --- helpers ---------------------------------------------------------------------------------
 
-def dataset(label: str, data: list, errors: list | None = None) -> dict:
+def dataset(label: str, data: list, intervals: list | None = None) -> dict:
     out = {"label": label, "data": data}
-    if errors is not None:
-        out["errors"] = errors
+    if intervals is not None:
+        out["intervals"] = intervals
     return out
 
 
-def chart(chart_id, title, kind, x_title, y_title, labels, datasets, header, rows, stacked=False) -> dict:
+def chart(chart_id, title, kind, x_title, y_title, labels, datasets, header, rows, stacked=False,
+          warnings=None) -> dict:
     return {"id": chart_id, "title": title, "type": kind, "x_title": x_title, "y_title": y_title,
             "labels": [str(label) for label in labels], "datasets": datasets, "stacked": stacked,
-            "table": {"header": header, "rows": rows}}
+            "warnings": warnings or [], "table": {"header": header, "rows": rows}}

@@ -22,6 +22,12 @@ START_TASK = "workers.tasks.load.start_run"
 ACTIVE = (PerfRun.Status.QUEUED, PerfRun.Status.RUNNING)
 DEFAULT_LEVELS = (1, 20, 40, 60, 80, 100)
 DEFAULT_AGENTS_LEVELS = (10, 25, 50)
+DEFAULT_REPEATS = 3          # per cell: the fewest that give a 95 % interval (stats.median_interval)
+# 20 handshakes per agent: a TLS 1.3 cell over a 50 ms round trip lasts ~1.1 s, long enough to conclude
+# (stats.MIN_RUN_S); the seeds' 10 lasted ~0.55 s there.
+DEFAULT_PER_AGENT = 20
+MAX_REPEATS = 10
+SUMMARY_VERSION = 2          # summaries with repeats, intervals and signed overheads
 CANCEL_POLL_S = 0.5
 
 
@@ -63,6 +69,13 @@ def int_list(raw: dict, name: str, default) -> list[int]:
     return numbers
 
 
+def repeats_of(raw: dict) -> int:
+    value = positive(raw, "repeats", DEFAULT_REPEATS)
+    if value > MAX_REPEATS:
+        raise ValueError(f"repeats must be between 1 and {MAX_REPEATS}.")
+    return value
+
+
 def clean_path(raw: dict) -> str:
     path = str(raw.get("path") or "/")
     if not path.startswith("/") or any(c.isspace() for c in path) or len(path) > 500:
@@ -73,7 +86,7 @@ def clean_path(raw: dict) -> str:
 def validate_load(raw: dict) -> dict:
     params = {"scheme": str(raw.get("scheme", "https")), "requests": positive(raw, "requests", 100),
               "concurrency": positive(raw, "concurrency", 1), "keepalive": bool(raw.get("keepalive", False)),
-              "path": clean_path(raw), "timeout_s": float(raw.get("timeout_s", 10))}
+              "path": clean_path(raw), "timeout_s": float(raw.get("timeout_s", 10)), "repeats": repeats_of(raw)}
     if params["scheme"] not in ("http", "https"):
         raise ValueError("scheme must be http or https.")
     if params["concurrency"] > params["requests"]:
@@ -89,7 +102,8 @@ def validate_sweep(raw: dict) -> dict:
     if not set(modes) <= {"new", "keepalive"}:
         raise ValueError("modes must be new and/or keepalive.")
     params = {"levels": int_list(raw, "levels", DEFAULT_LEVELS), "requests": positive(raw, "requests", 500),
-              "modes": [m for m in ("new", "keepalive") if m in modes], "path": clean_path(raw)}
+              "modes": [m for m in ("new", "keepalive") if m in modes], "path": clean_path(raw),
+              "repeats": repeats_of(raw)}
     if params["levels"][-1] > params["requests"]:
         raise ValueError("each level's concurrency cannot exceed the requests per level.")
     return params
@@ -103,8 +117,8 @@ def validate_handshakes(raw: dict) -> dict:
     suites = raw.get("suites") or []
     return {"versions": [v for v in ("1.2", "1.3") if v in versions],
             "agents_levels": int_list(raw, "agents_levels", DEFAULT_AGENTS_LEVELS),
-            "per_agent": positive(raw, "per_agent", 10), "resume": bool(raw.get("resume", False)),
-            "suites": [str(s) for s in suites]}
+            "per_agent": positive(raw, "per_agent", DEFAULT_PER_AGENT), "resume": bool(raw.get("resume", False)),
+            "suites": [str(s) for s in suites], "repeats": repeats_of(raw)}
 
 
 VALIDATORS = {PerfRun.Kind.LOAD: validate_load, PerfRun.Kind.SWEEP: validate_sweep,
@@ -250,31 +264,61 @@ def fail(run: PerfRun, code: str, message: str) -> PerfRun:
 
 
 def summarise(run: PerfRun) -> dict:
-    """Overhead per level and averages (sweeps), TLS 1.2 vs 1.3 (handshakes): re-derivable from results."""
-    if run.kind == PerfRun.Kind.SWEEP:
-        return sweep_summary(run.results)
-    if run.kind == PerfRun.Kind.HANDSHAKES:
-        from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
+    """Re-derivable from the results: sweeps, the overhead per level and on average (signed, with
+    intervals); load tests, the cell over its repeats; handshakes, each cell over its repeats, TLS 1.3
+    vs 1.2 and resumed vs full. Warm-ups and partial (stopped) steps are left out."""
+    return summary_for(run.kind, run.results)
 
-        cells = [entry["result"] for entry in run.results]
-        return {"versions": compare_versions(cells), "resumption": compare_resumption(cells)}
-    return {}
+
+def summary_for(kind: str, results: list[dict]) -> dict:
+    if kind == PerfRun.Kind.HANDSHAKES:
+        from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
+
+        cells = handshake_cells(results)
+        summary = {"cells": cell_rows(cells), "versions": compare_versions(cells),
+                   "resumption": compare_resumption(cells)}
+    elif kind == PerfRun.Kind.SWEEP:
+        summary = sweep_summary(results)
+    else:
+        summary = load_summary(results)
+    return {**summary, "stats_version": SUMMARY_VERSION}
+
+
+def summary_of(run: PerfRun) -> dict:
+    """The stored summary, or one derived now for a run finished before repeats and signed overheads
+    (its steps read as single runs: figures without intervals)."""
+    if (run.summary or {}).get("stats_version") == SUMMARY_VERSION or not run.results:
+        return run.summary or {}
+    return summarise(run)
+
+
+def measured_runs(results: list[dict]) -> list[dict]:
+    """The ab-style runs a comparison may use: not warm-ups, not steps cut short by Stop or the deadline."""
+    from tlsaudit.domain import abstats
+
+    return [{"mode": e["mode"], "level": e["level"], "scheme": e["scheme"], "repeat": e.get("repeat", 0),
+             **abstats.run_figures(e["report"])}
+            for e in results if "report" in e and not e.get("warmup") and not e["result"].get("cancelled")]
 
 
 def sweep_summary(results: list[dict]) -> dict:
-    """Per mode: abstats' rows (overhead % per level) and averages, for levels where both HTTP and HTTPS ran."""
+    """Per mode: abstats' rows (signed overhead per level, with intervals) and the average row."""
     from tlsaudit.domain import abstats
 
-    reports = {(e["mode"], e["level"], e["scheme"]): e["report"] for e in results}
-    summary = {}
-    for mode in ("new", "keepalive"):
-        levels = [{"concurrency": level, "http": reports[(mode, level, "http")],
-                   "https": reports[(mode, level, "https")]}
-                  for (m, level, scheme) in sorted(reports) if m == mode and scheme == "http"
-                  and (mode, level, "https") in reports]
-        if levels:
-            summary[mode] = abstats.sweep_summary(levels)
-    return summary
+    return abstats.without_pairs(abstats.sweep_summary(measured_runs(results)))
+
+
+def load_summary(results: list[dict]) -> dict:
+    from tlsaudit.domain import abstats
+
+    runs = measured_runs(results)
+    return {"cell": abstats.cell_summary(runs)} if runs else {}
+
+
+def handshake_cells(results: list[dict]) -> list[dict]:
+    return [{**e["result"], "repeat": (e.get("cell") or {}).get("repeat", 0),
+             "warmup": (e.get("cell") or {}).get("warmup", False)}
+            for e in results if not e["result"].get("cancelled")]
 
 
 # --- stop --------------------------------------------------------------------------------

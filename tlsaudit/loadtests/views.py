@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from tlsaudit.core.csvexport import csv_download
-from tlsaudit.domain import roles
-from tlsaudit.loadtests import presets, services
+from tlsaudit.domain import roles, stats
+from tlsaudit.loadtests import plans, presets, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.presenters import csv_tables, present_run
@@ -26,6 +26,10 @@ def overview_context(org, site, **extra) -> dict:
     limits = LoadLimits.for_org(org)
     return {"org": org, "site": site, "verification": proofs.verification_for(site), "limits": limits,
             "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
+            "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
+            "default_per_agent": services.DEFAULT_PER_AGENT,
+            "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_run_s": f"{stats.MIN_RUN_S:g}",
+            "min_run_samples": stats.MIN_RUN_SAMPLES,
             # The list shows no results: leave the (large) JSON of twenty runs in the database.
             "runs": list(site.perf_runs.select_related("requested_by").defer("params", "progress", "results",
                                                                               "summary")[:20]),
@@ -88,9 +92,11 @@ def params_from_post(kind: str, post) -> dict:
         "sweep": {"levels": post.get("levels", ""), "requests": post.get("requests", 500),
                   "modes": post.getlist("modes") or ["new"], "path": post.get("path", "/")},
         "handshakes": {"versions": post.getlist("versions") or ["1.2", "1.3"],
-                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", 10),
+                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", services.DEFAULT_PER_AGENT),
                        "resume": post.get("resume") == "on"},
     }
+    if post.get("repeats"):
+        fields[kind]["repeats"] = post["repeats"]
     return fields[kind]
 
 

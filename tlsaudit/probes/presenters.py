@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tlsaudit.domain import stats
+
 # The four columns of the seed's comparison, in its order.
 COLUMNS = (("http", "cold"), ("https", "cold"), ("http", "warm"), ("https", "warm"))
 NETWORK_PHASES = (("redirect", "Redirect"), ("dns", "DNS"), ("connect", "TCP connect"), ("tls", "TLS handshake"),
@@ -113,6 +115,9 @@ def columns_present(probe) -> list[tuple[str, str]]:
 
 def charts_for(probe) -> list[dict]:
     charts = [phases_chart(probe)]
+    change = change_chart(probe)
+    if change:
+        charts.append(change)
     waterfall = waterfall_chart(probe)
     if waterfall:
         charts.append(waterfall)
@@ -137,6 +142,42 @@ def phases_chart(probe) -> dict:
     return chart("phases", "Page load phases, median of the runs (ms)", "bar", "variant", "ms",
                  [row[0] for row in rows], datasets,
                  ["variant", *(f"{n} ms" for n in names), "DOMContentLoaded ms", "load ms"], rows, stacked=True)
+
+
+CHANGE_METRICS = ("connect", "tls", "ttfb", "dom_content_loaded", "load")
+
+
+def change_words(change: dict) -> str:
+    if change["verdict"] == stats.SINGLE:
+        return "too few loads for a 95 % interval (4 per side)"
+    return stats.change_words(change)
+
+
+def change_chart(probe) -> dict | None:
+    """HTTPS against HTTP per timing metric, cold and warm: the Hodges-Lehmann estimate of the change
+    over the page loads with its 95 % Mann-Whitney interval (negative: HTTPS faster)."""
+    from tlsaudit.probes.services import increase_of
+
+    increase, summary = increase_of(probe), summary_of(probe)
+    modes = [mode for mode in ("cold", "warm") if increase.get(mode)]
+    if not modes:
+        return None
+    labels = [m for m in CHANGE_METRICS if any(m in increase[mode] for mode in modes)]
+    datasets, rows = [], []
+    for mode in modes:
+        changes = [increase[mode].get(metric) for metric in labels]
+        datasets.append({"label": f"{mode} loads", "data": [pct(c["pct"]) if c else None for c in changes],
+                         "intervals": [[pct(c["low_pct"]), pct(c["high_pct"])] if c and c["low_pct"] is not None
+                                       else None for c in changes]})
+        for metric, change in zip(labels, changes):
+            if change:
+                rows.append([mode, metric.replace("_", " "), median(summary, "http", mode, metric),
+                             median(summary, "https", mode, metric), pct(change["pct"]), pct(change["low_pct"]),
+                             pct(change["high_pct"]), change_words(change), change["n"]])
+    return chart("change", "HTTPS vs HTTP per phase, with 95 % intervals over the loads (negative: HTTPS faster)",
+                 "bar", "phase", "HTTPS vs HTTP %", [m.replace("_", " ") for m in labels], datasets,
+                 ["loads", "metric", "HTTP median ms", "HTTPS median ms", "HTTPS vs HTTP %", "95 % low", "95 % high",
+                  "verdict", "loads per side"], rows)
 
 
 def latest_https_cold(loads: list[dict]) -> dict | None:
@@ -224,5 +265,5 @@ def page_facts(loads: list[dict]) -> dict:
 
 def chart(chart_id, title, kind, x_title, y_title, labels, datasets, header, rows, stacked=False) -> dict:
     return {"id": chart_id, "title": title, "type": kind, "x_title": x_title, "y_title": y_title,
-            "labels": [str(label) for label in labels], "datasets": datasets, "stacked": stacked,
+            "labels": [str(label) for label in labels], "datasets": datasets, "stacked": stacked, "warnings": [],
             "table": {"header": header, "rows": rows}}

@@ -166,8 +166,18 @@ def store_result(probe: Probe, result: dict) -> Probe:
 def summarise(result: dict) -> dict:
     """Medians and spread per variant x mode, and the increase % HTTPS over HTTP (as the seed's
     Table VII), re-derived from the loads by the pure domain module."""
-    summary = probe_stats.summarize([load for load in result.get("loads") or [] if load.get("ok")])
-    return {"summary": summary, "increase_pct": probe_stats.increase_pct(summary)}
+    loads = [load for load in result.get("loads") or [] if load.get("ok")]
+    summary = probe_stats.summarize(loads)
+    return {"summary": summary, "increase_pct": probe_stats.increase_pct(summary),
+            "increase": probe_stats.increase(loads)}
+
+
+def increase_of(probe: Probe) -> dict:
+    """The signed HTTPS-over-HTTP changes with intervals; derived from the loads for probes stored before them."""
+    stored = (probe.summary or {}).get("increase")
+    if stored is not None:
+        return stored
+    return probe_stats.increase([load for load in (probe.result or {}).get("loads") or [] if load.get("ok")])
 
 
 def fail(probe: Probe, code: str, message: str, duration_s: float | None = None) -> Probe:

@@ -4,8 +4,9 @@
    probe's contexts connect only through the guard's SOCKS5 proxy (proxy.py); `refused` lists the
    requests it turned away (a subresource on a private address does not fail the page).
 2. Get a browser that trusts `spec.ca_pem` and pins the target (reuse the caller's if it fits).
-3. For run in 0..K-1: open a fresh context per variant and load the page in it (cold: empty cache,
-   new connections, new TLS handshake); then `page.reload()` in each (warm: conditional requests,
+3. A discarded cold load per variant (warm-up), then for run in 0..K-1: open a fresh context per
+   variant and load the page in it (cold: empty cache, new connections, new TLS handshake); then
+   `page.reload()` in each (warm: conditional requests,
    304s, cache hits). The variant order alternates per run (https first, then http first), so
    neither variant always goes first.
 4. Per load: Navigation Timing Level 2 phases of the main document, CDP network counts (recorder.py).
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from tlsaudit.domain.probe_stats import increase_pct, summarize
+from tlsaudit.domain.probe_stats import increase, increase_pct, summarize
 from tlsaudit.domain.round_trips import estimate_rtt_ms
 from workers.browser.chromium import ProbeBrowser
 from workers.browser.errors import CANCELLED, INVALID_TARGET, ProbeError, classify_load_error
@@ -84,6 +85,7 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
     (ip, port) is the DNS server the guard asks (None: the system's)."""
     started = time.monotonic()
     result = {"spec": spec.to_dict(), "loads": [], "summary": {}, "increase_pct": {"cold": {}, "warm": {}},
+              "increase": {"cold": {}, "warm": {}},
               "variant_errors": {}, "refused": [], "browser": {"version": ""}, "duration_s": 0.0, "error": None,
               "rtt": None}
     owned = browser is None
@@ -110,6 +112,7 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
     ok_loads = [load for load in result["loads"] if load["ok"]]
     result["summary"] = summarize(ok_loads)
     result["increase_pct"] = increase_pct(result["summary"])
+    result["increase"] = increase(ok_loads)
     if result["error"] is None:
         failed = result["variant_errors"]
         if "https" in failed or not ok_loads:
@@ -153,6 +156,7 @@ class Session:
         self.done = 0
 
     def run(self) -> None:
+        self.warm_up()
         for run in range(self.spec.runs):
             order = self.spec.variants if run % 2 == 0 else tuple(reversed(self.spec.variants))
             live = [v for v in order if v not in self.result["variant_errors"]]
@@ -172,6 +176,22 @@ class Session:
             finally:
                 for tab in tabs.values():
                     tab.close()
+
+    def warm_up(self) -> None:
+        """One discarded cold load per variant first: the browser's first navigation to a site pays for
+        its own start-up (DNS, the network service, the proxy's first connection) and would land in
+        whichever variant ran first. A warm-up that fails is recorded as that variant's failure (its
+        remaining loads are skipped, as after any first failure), so a broken site costs no extra wait."""
+        for variant in self.spec.variants:
+            if self.cancel and self.cancel():
+                raise ProbeError(CANCELLED, "The probe was cancelled.")
+            tab = Tab(self.browser, self.guard, self.proxy)
+            try:
+                load = tab.load(self.spec, variant, "cold", 0)
+            finally:
+                tab.close()
+            if not load["ok"]:
+                self.record({**load, "warmup": True})
 
     def record(self, load: dict) -> None:
         self.result["loads"].append(load)

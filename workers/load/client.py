@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -46,7 +47,9 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
     With spec.processes > 1 the run is split over that many OS processes (see start_method),
     each with its share of n and c, and their results are merged exactly. A daemonic caller
     (a Celery prefork child) cannot have children: it runs in-process and says so in `notes`.
+    `wall_s` is the whole call, set-up included: the time the rates are honest about.
     """
+    started_at, started = time.time(), time.perf_counter()
     check_spec(spec)
     processes = min(spec.processes or automatic_processes(spec.concurrency), spec.concurrency)
     notes = []
@@ -59,6 +62,7 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
     else:
         result = run_in_processes(spec, processes, cancel, on_progress)
     result.notes = result.notes + notes
+    result.wall_started_at, result.wall_s = started_at, round(time.perf_counter() - started, 6)
     return result
 
 

@@ -59,7 +59,8 @@ TLS12_SUITES = {
 OPENSSL_TO_IANA = {v: k for k, v in TLS12_SUITES.items()}
 # What the matrix probes on TLS 1.2 when no suites are given: ECDHE AEAD with either certificate type.
 TLS12_MATRIX_CANDIDATES = tuple(k for k in TLS12_SUITES if k.startswith("TLS_ECDHE_") and "CBC" not in k)
-MATRIX_BATCH = 5          # handshakes per agent per round of the interleaved matrix
+DEFAULT_REPEATS = 3      # rounds of the matrix: every cell once per round, versions interleaved
+WARMUP_AGENTS, WARMUP_PER_AGENT = 2, 5   # per version before the first round, discarded
 PROGRESS_POLL_S = 0.1
 HTTP_PROBE = "GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nUser-Agent: tlsaudit-handshakes\r\n\r\n"
 
@@ -105,10 +106,17 @@ def check_spec(spec: HandshakeSpec) -> None:
 # --- one context, one connection -----------------------------------------------------------------
 
 def build_context(spec: HandshakeSpec, *, tls13_via_ctypes: bool = True) -> ssl.SSLContext:
-    """A client context forcing spec.version (min = max) and spec.suite; tickets off unless resuming."""
+    """A client context forcing spec.version (min = max) and spec.suite; tickets off unless resuming.
+    Certificates are not checked (timing, not trust, like ab) unless spec.ca_file or not spec.insecure:
+    then chain and name are verified against the system roots plus spec.ca_file."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # timing, not trust, is measured (like ab)
+    if spec.ca_file or not spec.insecure:
+        ctx.load_default_certs()
+        if spec.ca_file:
+            ctx.load_verify_locations(cafile=spec.ca_file)
+    else:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
     ctx.minimum_version = ctx.maximum_version = VERSIONS[spec.version][0]
     if not spec.resume:
         ctx.options |= ssl.OP_NO_TICKET
@@ -134,6 +142,8 @@ def failure_reason(exc: BaseException) -> str:
         return "connection refused"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return "timeout"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"certificate not trusted: {exc.verify_message or exc.reason}"
     if isinstance(exc, ssl.SSLError):
         reason = (exc.reason or exc.__class__.__name__).lower().replace("sslv3_alert_", "alert ")
         return f"tls error: {reason.replace('_', ' ')}"
@@ -248,12 +258,22 @@ def run_handshakes(spec: HandshakeSpec, *, cancel: Cancel = None, on_progress=No
     request after each timed handshake (verification: nginx logs only requests).
     Returns: version, suite (negotiated, IANA), requested_suite, mode ("full"|"resumed"), resumption,
     agents, per_agent, count, failures {reason: n}, flagged {reason: n}, histograms {"tls","tcp"},
-    mean_ms, sd_ms, p50_ms, p95_ms, p99_ms, tcp_mean_ms, handshakes_per_s, wall_s, cancelled, method.
+    mean_ms, sd_ms, p50_ms, p95_ms, p99_ms, tcp_mean_ms, handshakes_per_s, wall_s, loop_s, cancelled, method.
+    `wall_s` is this whole call, set-up included (context, priming handshakes, a child process): the
+    rate is count / wall_s. `loop_s` is the agents' time on the loop alone.
     """
+    started_at, started = time.time(), time.perf_counter()
     check_spec(spec)
     if spec.version == "1.3" and spec.suite and not tls13.ctypes_path_available():
         return run_in_subprocess(spec, cancel=cancel, http_probe=http_probe)
-    return run_agents(spec, build_context(spec), cancel, on_progress, http_probe)
+    result = run_agents(spec, build_context(spec), cancel, on_progress, http_probe)
+    return with_wall(result, started_at, started)
+
+
+def with_wall(result: dict, started_at: float, started: float) -> dict:
+    """The end-to-end wall time since `started` (perf_counter; `started_at` on the epoch clock), then the statistics."""
+    result.update(wall_started_at=started_at, wall_s=round(time.perf_counter() - started, 6))
+    return summarise(result)
 
 
 def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_progress, http_probe: bool,
@@ -267,11 +287,11 @@ def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_prog
                 probe_request=HTTP_PROBE.format(host=spec.host).encode("ascii"), sni=server_name(spec.host))
     with quiet_gc():  # as the load engine: no GC passes over the caller's heap mid-run
         loop.run(is_cancelled)
-    wall_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
-    return collect(spec, agents, wall_s, stop.is_set(), method)
+    loop_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
+    return collect(spec, agents, loop_s, stop.is_set(), method)
 
 
-def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: bool, method: str) -> dict:
+def collect(spec: HandshakeSpec, agents: list[Agent], loop_s: float, cancelled: bool, method: str) -> dict:
     tls_h, tcp_h = new_histogram(), new_histogram()
     failures, flagged, suites = Counter(), Counter(), Counter()
     for a in agents:
@@ -292,9 +312,9 @@ def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: 
         "agents": spec.agents, "per_agent": spec.per_agent,
         "failures": dict(failures), "flagged": dict(flagged),
         "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
-        "wall_s": round(wall_s, 6), "cancelled": cancelled, "method": method,
+        "loop_s": round(loop_s, 6), "cancelled": cancelled, "method": method,
     }
-    return summarise(result)
+    return result  # run_handshakes adds the wall time, then the statistics (summarise)
 
 
 RESUMPTION_NOTES = {
@@ -326,7 +346,8 @@ def summarise(result: dict) -> dict:
 def merge_handshake_results(results: list[dict], *, sequential: bool = False) -> dict:
     """Merge results of the same cell: histograms and counters add exactly.
 
-    Default: distributed agents that ran at the same time (agents add up, wall time = the longest).
+    Default: distributed agents that ran at the same time (agents add up; wall time = the span from
+    the first agent's start to the last one's end, so an agent that started late counts).
     `sequential=True`: rounds of one cell run one after another (per_agent and wall times add up).
     """
     if not results:
@@ -350,17 +371,30 @@ def merge_handshake_results(results: list[dict], *, sequential: bool = False) ->
         "per_agent": sum(r["per_agent"] for r in results) if sequential else first["per_agent"],
         "failures": dict(failures), "flagged": dict(flagged),
         "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
-        "wall_s": round((sum if sequential else max)(r["wall_s"] for r in results), 6),
+        "wall_s": merged_wall(results, sequential),
+        "wall_started_at": min((r["wall_started_at"] for r in results if r.get("wall_started_at")), default=None),
+        "loop_s": round((sum if sequential else max)(r.get("loop_s") or r["wall_s"] for r in results), 6),
         "cancelled": any(r["cancelled"] for r in results),
         "merged_from": len(results),
     }
     return summarise(merged)
 
 
+def merged_wall(results: list[dict], sequential: bool) -> float:
+    if sequential:
+        return round(sum(r["wall_s"] for r in results), 6)
+    if all(r.get("wall_started_at") for r in results):
+        start = min(r["wall_started_at"] for r in results)
+        return round(max(r["wall_started_at"] + r["wall_s"] for r in results) - start, 6)
+    return round(max(r["wall_s"] for r in results), 6)
+
+
 # --- fallback: TLS 1.3 suites through OPENSSL_CONF in a child process -----------------------------
 
 def run_in_subprocess(spec: HandshakeSpec, *, cancel: Cancel = None, http_probe: bool = False) -> dict:
-    """Run the spec in `python -m workers.load.handshake` with an OPENSSL_CONF forcing spec.suite."""
+    """Run the spec in `python -m workers.load.handshake` with an OPENSSL_CONF forcing spec.suite
+    (the child's start-up is part of the wall time: it is what this cell costs)."""
+    started_at, started = time.time(), time.perf_counter()
     env = tls13.openssl_conf_env(spec.suite)
     payload = json.dumps({"spec": spec.to_dict(), "http_probe": http_probe})
     try:
@@ -378,7 +412,7 @@ def run_in_subprocess(spec: HandshakeSpec, *, cancel: Cancel = None, http_probe:
         os.unlink(env["OPENSSL_CONF"])
     if child.returncode != 0:
         raise RuntimeError(f"handshake subprocess failed ({child.returncode}): {err[-500:]}")
-    return json.loads(out)
+    return with_wall(json.loads(out), started_at, started)
 
 
 def _child_main() -> None:
@@ -390,13 +424,16 @@ def _child_main() -> None:
 
 # --- the matrix ------------------------------------------------------------------------------------
 
-def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0) -> dict:
-    """One quick handshake: the result says whether the server negotiated exactly this version and suite."""
+def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0,
+                **verify) -> dict:
+    """One quick handshake: the result says whether the server negotiated exactly this version and suite.
+    `verify`: ca_file / insecure, as for the cells (an untrusted certificate fails here already)."""
     return run_handshakes(HandshakeSpec(host=host, port=port, ip=ip, version=version, suite=suite,
-                                        agents=1, per_agent=1, timeout_s=timeout_s))
+                                        agents=1, per_agent=1, timeout_s=timeout_s, **verify))
 
 
-def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> tuple[dict[str, list[str]], dict]:
+def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0,
+                  **verify) -> tuple[dict[str, list[str]], dict]:
     """Suites per version, and why a version has none: the given suites (by their version), else TLS 1.3's
     three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each)."""
     if suites:
@@ -409,7 +446,7 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> t
         if v == "1.3":
             plan[v] = list(TLS13_STANDARD_SUITES)
             continue
-        probes = {s: probe_suite(host, port, ip, v, s, timeout_s) for s in TLS12_MATRIX_CANDIDATES}
+        probes = {s: probe_suite(host, port, ip, v, s, timeout_s, **verify) for s in TLS12_MATRIX_CANDIDATES}
         plan[v] = [s for s, r in probes.items() if r["count"] == 1]
         if not plan[v]:
             seen = Counter()
@@ -423,36 +460,45 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> t
 
 def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "1.3"), suites=None,
                      agents_levels=(10, 25, 50), per_agent: int = 10, resume: bool = False,
-                     timeout_s: float = 10.0, cancel: Cancel = None, on_progress=None,
-                     batch: int = MATRIX_BATCH) -> list[dict]:
-    """Every (version, suite, agents) cell, plus full-vs-resumed cells per version when `resume`.
+                     timeout_s: float = 10.0, repeats: int = DEFAULT_REPEATS, warmup: bool = True,
+                     ca_file: str | None = None, insecure: bool = True, cancel: Cancel = None,
+                     on_progress=None) -> list[dict]:
+    """Every (version, suite, agents) cell `repeats` times, plus full-vs-resumed cells when `resume`.
 
     1. Suites: given, or TLS 1.3's three standard ones and the TLS 1.2 ECDHE AEAD suites the server
        accepts (one probe handshake each). A version with no usable suite yields one "skipped" cell.
-    2. Cells run interleaved: round r runs `batch` handshakes per agent of every cell in turn, so
-       drift on the machine hits every cell alike; the rounds of a cell are merged exactly.
-    3. With `resume`, each version gets a resumed cell (first suite, first agents level) next to its
-       full cell; a server that does not resume says so (`resumption: "unsupported"`, count 0).
-    Total handshakes = sum over cells of agents x per_agent (+1 priming handshake per agent and round
-    for resumed cells).
+    2. Warm-up (discarded): per version, WARMUP_AGENTS x WARMUP_PER_AGENT handshakes with its first
+       suite before the first round; returned with "warmup": True, never summarised.
+    3. `repeats` rounds: each runs every cell once in full (agents x per_agent), the versions' order
+       alternating by round (1.2 first, then 1.3 first, ...) so drift and order hit both alike; each
+       result carries its "repeat". A cell's rate is its count over the wall time of its own run,
+       set-up included (workers.load.handshake.run_handshakes).
+    4. With `resume`, each version gets a resumed cell (first suite, first agents level) per round; a
+       server that does not resume says so in round one (`resumption: "unsupported"`) and is not asked again.
     """
     for v in versions:
         if v not in VERSIONS:
             raise HandshakeError(f"TLS version must be one of {', '.join(VERSIONS)}, got {v!r}")
-    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0))
-    specs, skipped = [], []
-    for v in versions:
-        if not plan.get(v):
-            skipped.append(skipped_cell(host, port, ip, v, why_none[v]))
-            continue
-        for s in plan[v]:
-            specs += [HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=s, agents=a, per_agent=per_agent,
-                                    timeout_s=timeout_s) for a in agents_levels]
-        if resume:
-            specs.append(HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=plan[v][0],
-                                       agents=agents_levels[0], per_agent=per_agent, resume=True,
-                                       timeout_s=timeout_s))
-    return run_interleaved(specs, batch, cancel, on_progress) + skipped
+    if repeats < 1:
+        raise HandshakeError("repeats must be at least 1")
+    verify = {"ca_file": ca_file, "insecure": insecure}
+    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0), **verify)
+    base = HandshakeSpec(host=host, port=port, ip=ip, per_agent=per_agent, timeout_s=timeout_s, **verify)
+    usable = [v for v in versions if plan.get(v)]
+    skipped = [skipped_cell(host, port, ip, v, why_none[v]) for v in versions if not plan.get(v)]
+    warmups = [replace(base, version=v, suite=plan[v][0], agents=min(WARMUP_AGENTS, agents_levels[0]),
+                       per_agent=min(WARMUP_PER_AGENT, per_agent)) for v in usable] if warmup else []
+    rounds = [round_specs(base, plan, usable, agents_levels, resume, r) for r in range(repeats)]
+    return run_rounds(warmups, rounds, cancel, on_progress) + skipped
+
+
+def round_specs(base: HandshakeSpec, plan: dict, versions: list[str], agents_levels, resume: bool,
+                repeat: int) -> list[HandshakeSpec]:
+    order = versions if repeat % 2 == 0 else list(reversed(versions))
+    specs = [replace(base, version=v, suite=s, agents=a) for a in agents_levels for v in order for s in plan[v]]
+    if resume:
+        specs += [replace(base, version=v, suite=plan[v][0], agents=agents_levels[0], resume=True) for v in order]
+    return specs
 
 
 def skipped_cell(host, port, ip, version, why) -> dict:
@@ -460,31 +506,29 @@ def skipped_cell(host, port, ip, version, why) -> dict:
             "mode": "full", "skipped": why, "count": 0, "failures": {}, "flagged": {}}
 
 
-def run_interleaved(specs: list[HandshakeSpec], batch: int, cancel: Cancel, on_progress) -> list[dict]:
-    rounds: list[list[dict]] = [[] for _ in specs]
-    remaining = [s.per_agent for s in specs]
-    total = sum(s.agents * s.per_agent for s in specs)
-    done = 0
-    while any(remaining) and not is_cancelled(cancel):
-        for i, spec in enumerate(specs):
-            if not remaining[i] or is_cancelled(cancel):
-                continue
-            step = min(batch, remaining[i])
-            result = run_handshakes(replace(spec, per_agent=step), cancel=cancel)
-            rounds[i].append(result)
-            remaining[i] -= step
-            if spec.resume and result["resumption"] == "unsupported":
-                remaining[i] = 0  # the server does not resume: no point in more full handshakes
-            done += spec.agents * step
-            if on_progress is not None:
-                on_progress(done, total)
-    cells = []
-    for spec, results in zip(specs, rounds):
-        cell = merge_handshake_results(results, sequential=True) if results else {
-            **spec.to_dict(), "count": 0, "failures": {}, "flagged": {}, "cancelled": True}
-        cell["cancelled"] = cell.get("cancelled", False) or is_cancelled(cancel)
-        cells.append(cell)
-    return cells
+def run_rounds(warmups: list[HandshakeSpec], rounds: list[list[HandshakeSpec]], cancel: Cancel,
+               on_progress) -> list[dict]:
+    """Run the warm-ups, then round after round; progress counts every handshake of every run."""
+    total = sum(s.agents * s.per_agent for s in warmups) + sum(s.agents * s.per_agent for r in rounds for s in r)
+    done, results, unsupported = 0, [], set()
+    runs = [(spec, {"warmup": True}) for spec in warmups]
+    runs += [(spec, {"repeat": r}) for r, specs in enumerate(rounds) for spec in specs]
+    for spec, tags in runs:
+        key = (spec.version, spec.suite, spec.agents)
+        if is_cancelled(cancel):
+            break
+        if spec.resume and key in unsupported:
+            continue
+        offset = done
+        report = (lambda d, _t: on_progress(offset + d, total)) if on_progress is not None else None
+        result = {**run_handshakes(spec, cancel=cancel, on_progress=report), **tags}
+        if spec.resume and result["resumption"] == "unsupported":
+            unsupported.add(key)  # the server does not resume: no point in asking again
+        done += spec.agents * spec.per_agent
+        if on_progress is not None:
+            on_progress(done, total)
+        results.append(result)
+    return results
 
 
 if __name__ == "__main__":

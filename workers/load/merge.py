@@ -56,7 +56,7 @@ def merge_results(results: list[dict]) -> dict:
     3. Exact samples are concatenated only if every part kept them and the total stays
        within MAX_EXACT_SAMPLES; otherwise the merged result has samples=None.
     4. Time taken spans the earliest start to the latest end (epoch clocks; on one host
-       they are the same clock).
+       they are the same clock); so does the end-to-end wall time, when every part has one.
     """
     if not results:
         raise ValueError("merge_results needs at least one result")
@@ -67,6 +67,7 @@ def merge_results(results: list[dict]) -> dict:
     merged["spec"] = merge_specs([r["spec"] for r in results])
     merged["started_at"] = min(starts)
     merged["time_taken_s"] = max(ends) - min(starts)
+    merged["wall_started_at"], merged["wall_s"] = merge_walls(results)
     merged["counters"] = sum_dicts([r["counters"] for r in results])
     merged["histograms"] = merge_histograms([r.get("histograms") or {} for r in results])
     merged["samples"] = merge_samples([r.get("samples") for r in results], merged["counters"]["complete"])
@@ -81,6 +82,14 @@ def merge_results(results: list[dict]) -> dict:
     merged["processes"] = sum(r.get("processes", 1) for r in results)
     merged["notes"] = unique([note for r in results for note in r.get("notes") or []])
     return merged
+
+
+def merge_walls(results: list[dict]) -> tuple[float | None, float | None]:
+    """The span of the parts' end-to-end runs (agents that started late lengthen the cell: honest)."""
+    if any(r.get("wall_s") is None or r.get("wall_started_at") is None for r in results):
+        return None, None
+    start = min(r["wall_started_at"] for r in results)
+    return start, round(max(r["wall_started_at"] + r["wall_s"] for r in results) - start, 6)
 
 
 def merge_specs(specs: list[dict]) -> dict:

@@ -85,6 +85,10 @@ class LoadResult:
     # daemonic-process fallback) and plain-words notes about how the run deviated from its spec.
     processes: int = 1
     notes: list[str] = field(default_factory=list)
+    # End to end: from entering run_load to its return, set-up included (resolving, the TLS context,
+    # child processes), on the epoch clock so agents' runs merge into one span. Rates divide by this.
+    wall_started_at: float | None = None
+    wall_s: float | None = None
 
     def to_dict(self) -> dict:
         """The wire form. Not dataclasses.asdict: it deep-copies every exact sample one by one (~40 ms
@@ -115,6 +119,8 @@ class HandshakeSpec:
     per_agent: int = 10
     resume: bool = False             # True = measure resumed handshakes (session IDs / tickets)
     timeout_s: float = 10.0
+    ca_file: str | None = None       # verify the certificate and name against this CA (plus system roots)
+    insecure: bool = True            # like ab and the load engine: timing, not trust (exclusive with ca_file)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -182,10 +182,12 @@ def run_load_share(run, step: dict, share: dict, cancel, counter) -> dict:
     from workers.load.spec import LoadSpec
 
     remaining = (run.deadline_at - timezone.now()).total_seconds() if run.deadline_at else None
+    limits = [limit for limit in (step.get("time_limit_s"), max(1.0, remaining) if remaining is not None else None)
+              if limit is not None]
     spec = LoadSpec(scheme=step["scheme"], host=run.host, port=step["port"], path=step["path"], ip=run.ip,
                     requests=share["requests"], concurrency=share["concurrency"],
                     keepalive=step["mode"] == "keepalive", timeout_s=float(run.params.get("timeout_s", 10)),
-                    time_limit_s=max(1.0, remaining) if remaining is not None else None)
+                    time_limit_s=min(limits) if limits else None)
     return run_load(spec, cancel=cancel, on_progress=counter).to_dict()
 
 
@@ -239,9 +241,8 @@ def merged_entry(step: dict, index: int, results: list[dict]) -> dict:
     if step["engine"] == "handshake":
         from workers.load.handshake import merge_handshake_results
 
-        return {"step": index, "label": step["label"], "cell": {k: step[k] for k in ("version", "suite", "agents",
-                                                                                     "per_agent", "resume")},
-                "result": merge_handshake_results(results)}
+        cell = {k: step.get(k) for k in ("version", "suite", "agents", "per_agent", "resume", "repeat", "warmup")}
+        return {"step": index, "label": step["label"], "cell": cell, "result": merge_handshake_results(results)}
     from tlsaudit.domain.abstats import ab_report
     from workers.load.client import merge_results
 
@@ -249,7 +250,8 @@ def merged_entry(step: dict, index: int, results: list[dict]) -> dict:
     report = ab_report(merged)
     merged.pop("samples", None)  # per-request samples are large; the histograms stay and re-derive the report
     return {"step": index, "label": step["label"], "scheme": step["scheme"], "level": step["level"],
-            "mode": step["mode"], "result": merged, "report": report}
+            "mode": step["mode"], "repeat": step.get("repeat", 0), "warmup": step.get("warmup", False),
+            "result": merged, "report": report}
 
 
 def step_problem(run, entry: dict) -> tuple[str, str] | None:

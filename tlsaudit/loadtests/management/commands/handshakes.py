@@ -1,8 +1,13 @@
 """python manage.py handshakes HOST[:PORT] [--ip IP] [--versions 1.2,1.3] [--suites S,...]
-                             [--agents 10[,25,50]] [--per-agent 10] [--resume] [--json]
+                             [--agents 10[,25,50]] [--per-agent 10] [--repeats 3] [--resume]
+                             [--ca-file PEM | --insecure] [--json]
 
 Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
-without a worker or the database. Exit 0 when it ran, 2 on bad arguments or when nothing connected
+without a worker or the database: a discarded warm-up, then --repeats rounds of every cell with the
+versions interleaved. Per cell: the median handshake time over the repeats with its 95 % interval, and
+the rate over each cell's end-to-end wall time (set-up included); TLS 1.3 vs 1.2 signed, negative when
+TLS 1.3 is faster. The process's own start-up is reported apart. Like `loadtest`, certificates are not
+checked unless --ca-file is given. Exit 0 when it ran, 2 on bad arguments or when nothing connected
 (with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
 """
 
@@ -10,15 +15,20 @@ import json
 import sys
 
 from tlsaudit.core.standalone import command_base, setting
-from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
+from tlsaudit.domain import stats
+from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_AGENTS = 200
 MAX_PER_AGENT = 1000
-MAX_HANDSHAKES = 100_000   # per run, all cells together: the CLI is not a flood tool
+MAX_REPEATS = 20
+DEFAULT_REPEATS = 3
+MAX_HANDSHAKES = 100_000   # per run, all cells and repeats together: the CLI is not a flood tool
 KNOWN_VERSIONS = ("1.2", "1.3")
-COLUMNS = ("version", "suite", "agents", "n", "mean", "SD", "p50", "p95", "p99", "hs/s", "failures")
+COLUMNS = ("version", "suite", "agents", "runs", "n", "median", "95 % interval", "mean", "hs/s", "failures")
 
 
 class Command(command_base()):
@@ -33,9 +43,14 @@ class Command(command_base()):
                             help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
                                  "and the TLS 1.2 ECDHE AEAD suites the server accepts)")
         parser.add_argument("--agents", default="10", help="concurrent agents, one level or a list: 10,25,50")
-        parser.add_argument("--per-agent", default="10", help="handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--per-agent", default="20", help="handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
+                            help="rounds of every cell after the warm-up (default %(default)s; 1 = no interval)")
         parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")
         parser.add_argument("--timeout", default="10", help="seconds per connection (default %(default)s)")
+        parser.add_argument("--ca-file", help="verify the certificate against this PEM CA file (plus system roots)")
+        parser.add_argument("--insecure", action="store_true",
+                            help="do not verify the certificate (the default, like ab; exclusive with --ca-file)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options):
@@ -53,18 +68,25 @@ class Command(command_base()):
                                     allow_private=setting("ALLOW_PRIVATE_TARGETS"))
         except TargetError as exc:
             return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
+        startup = startup_s()
+        progress = Progress.for_command(self, self.as_json, unit="handshakes")
         try:
             cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
                                      suites=plan["suites"], agents_levels=plan["agents"],
-                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"])
+                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
+                                     repeats=plan["repeats"], ca_file=plan["ca_file"],
+                                     insecure=plan["ca_file"] is None, on_progress=progress)
         except HandshakeError as exc:
             return self.fail("invalid_argument", str(exc))
-        if not any(c.get("count") for c in cells):
+        progress.finish(sum(c.get("count") or 0 for c in cells))   # timed ones (failures and priming aside)
+        measured = [c for c in cells if not c.get("warmup")]
+        if not any(c.get("count") for c in measured):
             return self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
                              ip=target.ip, cells=[without_histograms(c) for c in cells])
-        report = {"host": target.host, "port": target.port, "ip": target.ip,
-                  "cells": [without_histograms(c) for c in cells],
-                  "tls13_vs_tls12": compare_versions(cells), "resumption": compare_resumption(cells)}
+        report = {"host": target.host, "port": target.port, "ip": target.ip, "repeats": plan["repeats"],
+                  "verified": plan["ca_file"] is not None, "startup_s": startup,
+                  "cells": [without_histograms(c) for c in cells], "summary": cell_rows(measured),
+                  "tls13_vs_tls12": compare_versions(measured), "resumption": compare_resumption(measured)}
         self.stdout.write(json.dumps(report, indent=2) if self.as_json else render_table(report))
         sys.exit(EXIT_OK)
 
@@ -91,15 +113,17 @@ def parse_arguments(options) -> dict:
     check_suites(suites, versions)
     agents = [parse_int(a, "--agents", 1, MAX_AGENTS) for a in split_list(options["agents"], "--agents")]
     per_agent = parse_int(options["per_agent"], "--per-agent", 1, MAX_PER_AGENT)
+    repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
     timeout = parse_int(options["timeout"], "--timeout", 1, 120)
+    ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
     cells = len(versions) * max(1, len(suites) or 6) * len(agents)
-    if cells * per_agent * max(agents) > MAX_HANDSHAKES:
-        raise ValueError(f"this run could make up to {cells * per_agent * max(agents):,} handshakes; "
-                         f"the limit is {MAX_HANDSHAKES:,} (lower --agents or --per-agent)")
+    if cells * per_agent * max(agents) * repeats > MAX_HANDSHAKES:
+        raise ValueError(f"this run could make up to {cells * per_agent * max(agents) * repeats:,} handshakes; "
+                         f"the limit is {MAX_HANDSHAKES:,} (lower --agents, --per-agent or --repeats)")
     return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
             "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
             "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
-            "timeout": float(timeout)}
+            "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file}
 
 
 def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
@@ -166,31 +190,54 @@ def fmt(value, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def interval_text(estimate: dict, digits: int = 2) -> str:
+    if estimate["low"] is None:
+        return "-"
+    return f"[{fmt(estimate['low'], digits)}, {fmt(estimate['high'], digits)}]"
+
+
 def render_table(report: dict) -> str:
     rows = []
-    for c in report["cells"]:
-        suite = c.get("requested_suite") or c.get("suite") or "(none)"
-        if c.get("mode") == "resumed":
+    for c in report["summary"]:
+        suite = c["suite"] or "(none)"
+        if c["mode"] == "resumed":
             suite += " [resumed]"
-        failures = sum(c.get("failures", {}).values()) + sum(c.get("flagged", {}).values())
-        rows.append((f"TLS {c['version']}", suite, str(c.get("agents", "-")), str(c.get("count", 0)),
-                     fmt(c.get("mean_ms")), fmt(c.get("sd_ms")), fmt(c.get("p50_ms")), fmt(c.get("p95_ms")),
-                     fmt(c.get("p99_ms")), fmt(c.get("handshakes_per_s"), 1), str(failures)))
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(COLUMNS)]
-    lines = [f"TLS handshakes to {report['host']}:{report['port']} ({report['ip']}), times in ms", ""]
-    lines.append("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)))
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-    notes = [f"  {c.get('requested_suite') or c['version']}: " + ", ".join(
+        short = bool(c["too_short"])
+        rows.append((f"TLS {c['version']}", suite, str(c["agents"]), str(c["repeats"]), str(c["count"]),
+                     "too short" if short else fmt(c["p50_ms"]["median"]), "" if short else interval_text(c["p50_ms"]),
+                     fmt(c["mean_ms"]), fmt(c["handshakes_per_s"]["median"], 1), str(c["failures"])))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(COLUMNS)] if rows else [len(h) for h in
+                                                                                                  COLUMNS]
+    repeats = report["repeats"]
+    lines = [f"TLS handshakes to {report['host']}:{report['port']} ({report['ip']}), times in ms",
+             f"{repeats} repeat{'s' if repeats > 1 else ''} per cell after a discarded warm-up, versions interleaved; "
+             "median [95 % interval] of the repeats' median handshake times; hs/s over each cell's end-to-end wall "
+             "time (set-up included)" + ("; certificates verified" if report["verified"] else ""), ""]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)).rstrip())
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    cells = [c for c in report["cells"] if not c.get("warmup")]
+    notes = [f"  {c.get('requested_suite') or c['version']} (repeat {c.get('repeat', 0) + 1}): " + ", ".join(
         f"{reason} x{n}" for reason, n in {**c.get("failures", {}), **c.get("flagged", {})}.items())
-        for c in report["cells"] if c.get("failures") or c.get("flagged")]
-    notes += [f"  TLS {c['version']}: {c['skipped']}" for c in report["cells"] if c.get("skipped")]
-    notes += [f"  TLS {c['version']} resumed: {c['resumption_note']}" for c in report["cells"]
-              if c.get("mode") == "resumed" and c.get("resumption_note")]
+        for c in cells if c.get("failures") or c.get("flagged")]
+    notes += [f"  TLS {c['version']}: {c['skipped']}" for c in cells if c.get("skipped")]
+    notes += list(dict.fromkeys(f"  TLS {c['version']} resumed: {c['resumption_note']}" for c in cells
+                                if c.get("mode") == "resumed" and c.get("resumption_note")))
+    notes += [f"  TLS {c['version']} {c['suite']} ({c['agents']} agents): too short to conclude, {c['too_short']}"
+              + (f"; use --per-agent {c['needed_per_agent']}" if c.get("needed_per_agent") else "")
+              for c in report["summary"] if c["too_short"]]
     if notes:
         lines += ["", "Failures and notes:", *notes]
-    comparisons = [r for r in report["tls13_vs_tls12"] if r["tls13_faster_pct"] is not None]
-    if comparisons:
-        lines += ["", "TLS 1.3 vs 1.2 (mean full handshake):"]
-        lines += [f"  {r['family']:18} agents {r['agents']:>3}: 1.2 {fmt(r['tls12_mean_ms'])} ms, "
-                  f"1.3 {fmt(r['tls13_mean_ms'])} ms, 1.3 faster by {r['tls13_faster_pct']:.1f} %" for r in comparisons]
+    if report["tls13_vs_tls12"]:
+        lines += ["", "TLS 1.3 vs 1.2 (median handshake time; negative = TLS 1.3 faster):"]
+        lines += [f"  {r['family']:18} agents {r['agents']:>3}: 1.2 {fmt(r['tls12_p50_ms'])} ms, "
+                  f"1.3 {fmt(r['tls13_p50_ms'])} ms, "
+                  f"{stats.change_text(r['tls13_vs_tls12'], side='TLS 1.3')}" for r in report["tls13_vs_tls12"]]
+    resumed = [r for r in report["resumption"] if r["resumed_p50_ms"] is not None]
+    if resumed:
+        lines += ["", "Resumed vs full (median handshake time; negative = resuming faster):"]
+        lines += [f"  TLS {r['version']} {r['suite']}: full {fmt(r['full_p50_ms'])} ms, resumed "
+                  f"{fmt(r['resumed_p50_ms'])} ms, {stats.change_text(r['resumed_vs_full'], side='resumed')}"
+                  for r in resumed]
+    if report["startup_s"] is not None:
+        lines += ["", startup_line(report["startup_s"])]
     return "\n".join(lines) + "\n"

@@ -1,9 +1,12 @@
 """python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS]
                              [-H 'Name: value']... [--ca-file PEM | --insecure] [--processes P]
-                             [-f 1.2|1.3] [-Z CIPHERS] [--json]
+                             [-f 1.2|1.3] [-Z CIPHERS] [--repeats R] [--json]
 
 `ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
-ab-like report (ab's line labels, then µs lines ab cannot print) or one JSON object. Exit 0 when
+ab-like report (ab's line labels, then µs lines ab cannot print, the end-to-end rate over the whole
+run with its set-up, and the process's own start-up apart) or one JSON object. With --repeats R the
+run is made R times after a warm-up: the report is the median run's, with the median rate and its
+95 % interval. On a terminal (and without --json) it prints ab's "Completed N requests". Exit 0 when
 the run happened (whatever the failures), 2 on bad arguments or when nothing could connect
 (with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
 """
@@ -17,8 +20,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tlsaudit.core.standalone import command_base, setting
-from tlsaudit.domain.abstats import ab_report, ab_text
+from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool
@@ -26,6 +30,8 @@ MAX_CONCURRENCY = 1_000
 MAX_TIMEOUT_S = 300
 MAX_TIME_LIMIT_S = 3_600
 MAX_PROCESSES = 16
+MAX_REPEATS = 20
+WARMUP_REQUESTS = 50
 AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requests
 DEFAULT_REQUESTS = 100
 
@@ -50,6 +56,9 @@ class Command(command_base()):
         parser.add_argument("-f", "--tls-version", dest="tls_version", default=None, help="force TLS 1.2 or 1.3")
         parser.add_argument("-Z", "--ciphers", dest="ciphers", default=None,
                             help="OpenSSL cipher string for TLS <= 1.2")
+        parser.add_argument("--repeats", default="1",
+                            help=f"run it this many times after a discarded warm-up and give the median rate with "
+                                 f"its 95 % interval (default 1: one run, like ab; at most {MAX_REPEATS})")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
@@ -62,16 +71,64 @@ class Command(command_base()):
             return fail(self, error.code, error.message, host=spec.host, port=spec.port)
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
 
+        startup = startup_s()
+        progress = Progress.for_command(self, self.as_json)
         try:
-            result = run_load(spec).to_dict()
+            reports = run_repeats(run_load, spec, options["_repeats"], progress)
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
-        report = ab_report(result)
+        report = typical(reports)
         if nothing_connected(report):
             return fail(self, "no_connection", no_connection_message(report), host=spec.host, port=spec.port,
                         ip=spec.ip, errors=report["errors"])
-        self.stdout.write(json.dumps(cli_json(spec, report), indent=2) if self.as_json else ab_text(report))
+        cell = cell_summary([run_figures(r) for r in reports])
+        if self.as_json:
+            self.stdout.write(json.dumps({**cli_json(spec, report), "startup_s": startup, "repeats": len(reports),
+                                          "summary": cell, "runs": [run_figures(r) for r in reports]}, indent=2))
+        else:
+            self.stdout.write(ab_text(report) + repeats_text(cell, len(reports)) + startup_text(startup))
         sys.exit(EXIT_OK)
+
+
+def run_repeats(run_load, spec, repeats: int, progress) -> list[dict]:
+    """One run like ab; with more repeats, a discarded warm-up first, then the runs back to back."""
+    from dataclasses import replace
+
+    queue = ([replace(spec, requests=max(spec.concurrency, min(spec.requests, WARMUP_REQUESTS)))] if repeats > 1
+             else []) + [spec] * repeats
+    total, done, reports = sum(s.requests for s in queue), 0, []
+    for index, run_spec in enumerate(queue):
+        offset = done
+        result = run_load(run_spec, on_progress=lambda d, _t: progress(offset + d, total)).to_dict()
+        done += run_spec.requests
+        progress(done, total)
+        if repeats == 1 or index > 0:
+            reports.append(ab_report(result))
+    progress.finish(sum(r["complete_requests"] for r in reports))
+    return reports
+
+
+def typical(reports: list[dict]) -> dict:
+    """The run whose end-to-end rate is the median one: the report ab's layout shows."""
+    ordered = sorted(reports, key=lambda r: r["requests_per_second_end_to_end"] or 0)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def repeats_text(cell: dict, repeats: int) -> str:
+    rate = cell["requests_per_second"]
+    lines = []
+    if repeats > 1:
+        figure = f"{rate['median']:.2f} [#/sec], 95 % interval {rate['low']:.2f} … {rate['high']:.2f}" \
+            if rate["low"] is not None else f"{rate['median']:.2f} [#/sec]"
+        lines.append(f"{f'Over {repeats} repeats:':<24}{figure} (end to end; the report above is the median run)")
+    if cell["too_short"]:
+        need = f"; use -n {cell['needed_requests']}" if cell.get("needed_requests") else ""
+        lines.append(f"Too short to conclude:  {cell['too_short']}{need}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def startup_text(startup) -> str:
+    return f"{startup_line(startup)}\n" if startup is not None else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,6 +267,7 @@ def parse_loadtest(options):
     ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
     if ca_file and scheme != "https":
         raise ValueError("--ca-file applies to https:// URLs only")
+    options["_repeats"] = parse_int(options.get("repeats") or 1, "--repeats", 1, MAX_REPEATS)
     return LoadSpec(scheme=scheme, host=host, port=port, path=path, requests=requests, concurrency=concurrency,
                     time_limit_s=time_limit, headers=tuple(parse_header(h) for h in options["headers"]),
                     ca_file=ca_file, insecure=ca_file is None, tls_version=tls_version,

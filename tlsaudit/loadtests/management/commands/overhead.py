@@ -1,10 +1,15 @@
 """python manage.py overhead HOST [--ip IP] [--http-port P] [--https-port P] [--path /]
-                             [--levels 1,20,40] [-n N] [-k] [--timeout S] [--processes P] [--json]
+                             [--levels 1,20,40] [-n N] [-t S] [--repeats R] [-k] [--timeout S]
+                             [--processes P] [--json]
 
-What TLS costs a site, the seeds' way: at each concurrency level run n requests over HTTP, then
-over HTTPS (interleaved HTTP L1, HTTPS L1, HTTP L2, ... so machine drift hits both sides), and
-report overhead % = |HTTPS - HTTP| / HTTP x 100 for time taken and requests per second, per level
-and averaged (tlsaudit.domain.abstats.overhead / sweep_summary). No worker, no database.
+What TLS costs a site, the seeds' way, measured soundly: after a discarded warm-up per side, R rounds
+(default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back
+(each run also stops after -t seconds, default 5, as on the dashboard), the pair's order alternating by round (so drift hits both sides and neither always goes first).
+Per level: the medians over the repeats with 95 % intervals, and the overhead signed, with its
+interval: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS
+is faster; "no significant difference" when the interval spans 0; "too short to conclude" for runs
+under 1 s or 100 requests (tlsaudit.domain.abstats.sweep_summary, tlsaudit.domain.stats). Rates are
+end to end (set-up included); the process's own start-up is reported apart. No worker, no database.
 Exit 0 when the sweep ran, 2 on bad arguments or when a side could not connect at all.
 """
 
@@ -14,20 +19,26 @@ import json
 import sys
 
 from tlsaudit.core.standalone import command_base
-from tlsaudit.domain.abstats import ab_report, sweep_summary
+from tlsaudit.domain import stats
+from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, add_target_arguments, fail, no_connection_message, nothing_connected,
-    parse_common, parse_int, pin_target)
+    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, fail, no_connection_message,
+    nothing_connected, parse_common, parse_int, parse_seconds, pin_target)
+from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500
+DEFAULT_REPEATS = 3
+MAX_REPEATS = 20
 MAX_LEVELS = 20
 MAX_SWEEP_REQUESTS = 2_000_000   # all runs together
+SCHEMES = ("http", "https")
 
 
 class Command(command_base()):
-    help = "HTTP vs HTTPS load at several concurrency levels, and the overhead TLS adds (in %)."
+    help = "HTTP vs HTTPS load at several concurrency levels, and the overhead TLS adds (signed %, 95 % intervals)."
     requires_system_checks = []
 
     def add_arguments(self, parser):
@@ -38,7 +49,12 @@ class Command(command_base()):
         parser.add_argument("--path", default="/", help="path to request on both sides (default /)")
         parser.add_argument("--levels", default=DEFAULT_LEVELS, help=f"concurrency levels (default {DEFAULT_LEVELS})")
         parser.add_argument("-n", dest="requests", default=str(DEFAULT_REQUESTS),
-                            help=f"requests per level and side (default {DEFAULT_REQUESTS})")
+                            help=f"requests per level, side and repeat (default {DEFAULT_REQUESTS})")
+        parser.add_argument("-t", dest="time_limit", default=f"{RUN_TIME_LIMIT_S:g}",
+                            help="stop each run after this many seconds if its n requests are not done by then (like "
+                                 "ab -t; default %(default)s, as the dashboard's sweeps; 0 = no limit)")
+        parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
+                            help=f"rounds of every level and side (default {DEFAULT_REPEATS}; 1 = no interval)")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
@@ -51,19 +67,22 @@ class Command(command_base()):
             return fail(self, error.code, error.message, host=plan["host"])
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
 
+        startup = startup_s()
+        progress = Progress.for_command(self, self.as_json)
         try:
-            levels = run_sweep(run_load, plan, https_spec.ip)
+            runs = run_sweep(run_load, plan, https_spec.ip, progress)
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
-        for level in levels:
-            for side in ("http", "https"):
-                if nothing_connected(level[side]):
-                    return fail(self, "no_connection", f"{side.upper()} at concurrency {level['concurrency']}: "
-                                + no_connection_message(level[side]), host=plan["host"], ip=https_spec.ip)
-        summary = sweep_summary(levels)
-        output = sweep_json(plan, https_spec.ip, levels, summary) if self.as_json else render(plan, https_spec.ip,
-                                                                                               summary)
-        self.stdout.write(json.dumps(output, indent=2) if self.as_json else output)
+        for run in runs:
+            if nothing_connected(run["report"]):
+                return fail(self, "no_connection", f"{run['scheme'].upper()} at concurrency {run['concurrency']}: "
+                            + no_connection_message(run["report"]), host=plan["host"], ip=https_spec.ip)
+        summary = summary_of_runs(runs)
+        part = summary.get("keepalive" if plan["keepalive"] else "new") or {"levels": [], "average": {}}
+        if self.as_json:
+            self.stdout.write(json.dumps(sweep_json(plan, https_spec.ip, runs, part, startup), indent=2))
+        else:
+            self.stdout.write(render(plan, https_spec.ip, part, startup))
         sys.exit(EXIT_OK)
 
 
@@ -80,17 +99,22 @@ def parse_overhead(options) -> dict:
         raise ValueError(f"--path: {path!r} must start with / and contain no spaces")
     levels = parse_levels(options["levels"])
     requests = parse_int(options["requests"], "-n", 1, MAX_REQUESTS)
+    repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
+    time_limit = (parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S)
+                  if options.get("time_limit") not in (None, "", "0") else None)
     if requests < max(levels):
         raise ValueError(f"-n {requests} is less than the highest level {max(levels)}: "
                          f"every level needs at least as many requests as connections")
-    if requests * len(levels) * 2 > MAX_SWEEP_REQUESTS:
-        raise ValueError(f"this sweep would send {requests * len(levels) * 2:,} requests; "
-                         f"the limit is {MAX_SWEEP_REQUESTS:,} (lower -n or --levels)")
+    if requests * len(levels) * 2 * repeats > MAX_SWEEP_REQUESTS:
+        raise ValueError(f"this sweep would send {requests * len(levels) * 2 * repeats:,} requests; "
+                         f"the limit is {MAX_SWEEP_REQUESTS:,} (lower -n, --levels or --repeats)")
     common = parse_common(options)
-    base = LoadSpec(scheme="https", host=host, port=https_port, path=path, requests=requests, **common)
+    base = LoadSpec(scheme="https", host=host, port=https_port, path=path, requests=requests,
+                    time_limit_s=time_limit, **common)
     specs = [(c, replace(base, concurrency=c)) for c in levels]
     return {"host": host, "http_port": http_port, "https_port": https_port, "path": path, "levels": levels,
-            "requests": requests, "keepalive": common["keepalive"], "specs": specs}
+            "requests": requests, "keepalive": common["keepalive"], "specs": specs, "repeats": repeats,
+            "time_limit": time_limit}
 
 
 def parse_host(text: str) -> str:
@@ -126,49 +150,105 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def run_sweep(run_load, plan: dict, ip: str) -> list[dict]:
-    """HTTP L1, HTTPS L1, HTTP L2, HTTPS L2, ...: interleaved so that drift hits both sides alike."""
+def run_sweep(run_load, plan: dict, ip: str, progress: Progress | None = None) -> list[dict]:
+    """1. A warm-up run per side (discarded). 2. Round after round: at every level, HTTP and HTTPS back
+    to back, HTTP first in even rounds and HTTPS first in odd ones. Returns every measured run as
+    {"concurrency", "scheme", "repeat", "report"}."""
     from dataclasses import replace
 
-    levels = []
-    for concurrency, https_spec in plan["specs"]:
-        https_spec = replace(https_spec, ip=ip)
-        http_spec = replace(https_spec, scheme="http", port=plan["http_port"])
-        http = ab_report(run_load(http_spec).to_dict())
-        https = ab_report(run_load(https_spec).to_dict())
-        levels.append({"concurrency": concurrency, "http": http, "https": https})
-    return levels
+    mode = "keepalive" if plan["keepalive"] else "new"
+    specs = {c: replace(spec, ip=ip) for c, spec in plan["specs"]}
+    warm_c = min(max(specs), WARMUP_CONCURRENCY)
+    warm = replace(specs[max(specs)], concurrency=warm_c, requests=max(warm_c, min(plan["requests"], WARMUP_REQUESTS)))
+    queue = [(scheme, warm, None) for scheme in SCHEMES]
+    queue += [(scheme, specs[c], r) for r in range(plan["repeats"]) for c in specs for scheme in in_order(SCHEMES, r)]
+    total, done, runs = sum(spec.requests for _, spec, _ in queue), 0, []
+    for scheme, spec, repeat in queue:
+        side = spec if scheme == "https" else replace(spec, scheme="http", port=plan["http_port"])
+        if progress is not None:
+            which = "Warm-up" if repeat is None else f"Repeat {repeat + 1}/{plan['repeats']}"
+            progress.note(f"{which}: {scheme.upper()} c={spec.concurrency} n={spec.requests} ({mode})")
+        offset = done
+        report = ab_report(run_load(side, on_progress=(lambda d, _t: progress(offset + d, total)) if progress
+                                    else None).to_dict())
+        done += side.requests
+        if progress is not None:
+            progress(done, total)
+        if repeat is not None:
+            runs.append({"concurrency": spec.concurrency, "scheme": scheme, "repeat": repeat, "report": report})
+    if progress is not None:
+        progress.finish(done)
+    return runs
+
+
+def summary_of_runs(runs: list[dict], mode: str | None = None) -> dict:
+    figures = [{"mode": mode or ("keepalive" if r["report"]["keepalive"] else "new"), "level": r["concurrency"],
+                "scheme": r["scheme"], "repeat": r["repeat"], **run_figures(r["report"])} for r in runs]
+    return without_pairs(sweep_summary(figures))
 
 
 def side_json(report: dict) -> dict:
-    return {"time_taken_s": report["time_taken_s"], "requests_per_second": report["requests_per_second"],
+    return {"wall_s": report["wall_s"], "time_taken_s": report["time_taken_s"],
+            "requests_per_second_end_to_end": report["requests_per_second_end_to_end"],
+            "requests_per_second": report["requests_per_second"],
             "complete": report["complete_requests"], "failed": report["failed_requests"],
             "non_2xx": report["non_2xx_responses"], "latency_ms": report["latency_ms"],
             "protocol": report["protocol"] or None, "cipher": report["cipher"] or None}
 
 
-def sweep_json(plan: dict, ip: str, levels: list[dict], summary: dict) -> dict:
-    rows = [{**row, "http": side_json(level["http"]), "https": side_json(level["https"])}
-            for row, level in zip(summary["levels"], levels)]
+def sweep_json(plan: dict, ip: str, runs: list[dict], part: dict, startup: float | None) -> dict:
     return {"host": plan["host"], "ip": ip, "http_port": plan["http_port"], "https_port": plan["https_port"],
             "path": plan["path"], "requests": plan["requests"], "keepalive": plan["keepalive"],
-            "levels": rows, "average": summary["average"]}
+            "repeats": plan["repeats"], "time_limit_s": plan["time_limit"], "startup_s": startup,
+            "levels": part["levels"], "average": part["average"],
+            "runs": [{"concurrency": r["concurrency"], "scheme": r["scheme"], "repeat": r["repeat"],
+                      **side_json(r["report"])} for r in runs]}
 
 
 def fmt(value, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def render(plan: dict, ip: str, summary: dict) -> str:
+def median_text(cell: dict, key: str, digits: int) -> str:
+    """"12.345 [11.9, 12.8]" (median and 95 % interval), or "too short" when the cell cannot conclude."""
+    if cell.get("too_short"):
+        return "too short"
+    estimate = cell[key]
+    if estimate["low"] is None:
+        return fmt(estimate["median"], digits)
+    return f"{fmt(estimate['median'], digits)} [{fmt(estimate['low'], digits)}, {fmt(estimate['high'], digits)}]"
+
+
+def render(plan: dict, ip: str, part: dict, startup: float | None) -> str:
     mode = "keep-alive" if plan["keepalive"] else "new connection per request"
+    repeats = plan["repeats"]
     lines = [f"TLS overhead for {plan['host']} ({ip}): HTTP :{plan['http_port']} vs HTTPS :{plan['https_port']}, "
-             f"{plan['path']}, {plan['requests']} requests per run, {mode}", "",
-             "Time taken (s)                                     Requests per second",
-             f"{'c':>5} {'HTTP':>9} {'HTTPS':>9} {'overhead %':>11}      {'HTTP':>10} {'HTTPS':>10} {'overhead %':>11}"]
-    rows = summary["levels"] + [{"concurrency": "avg", **summary["average"]}]
-    for row in rows:
-        lines.append(f"{row['concurrency']:>5} {fmt(row['http_time_taken_s'], 3):>9} "
-                     f"{fmt(row['https_time_taken_s'], 3):>9} {fmt(row['time_taken_overhead_pct'], 1):>11}      "
-                     f"{fmt(row['http_requests_per_second'], 1):>10} {fmt(row['https_requests_per_second'], 1):>10} "
-                     f"{fmt(row['requests_per_second_overhead_pct'], 1):>11}")
+             f"{plan['path']}, {plan['requests']} requests per run, {mode}",
+             f"{repeats} repeat{'s' if repeats > 1 else ''} per level after a discarded warm-up, HTTP and HTTPS back "
+             "to back (order alternating); medians [95 % interval]; overhead negative = HTTPS faster", ""]
+    header = ("c", "HTTP time s", "HTTPS time s", "time overhead", "HTTP req/s", "HTTPS req/s", "req/s overhead")
+    rows = [header]
+    for row in part["levels"]:
+        rows.append((str(row["concurrency"]), median_text(row["http"], "time_s", 3),
+                     median_text(row["https"], "time_s", 3), stats.change_text(row["time_taken_overhead"]),
+                     median_text(row["http"], "requests_per_second", 1),
+                     median_text(row["https"], "requests_per_second", 1),
+                     stats.change_text(row["requests_per_second_overhead"])))
+    average = part.get("average")
+    if part["levels"] and average:
+        rows.append(("avg", "", "", stats.change_text(average["time_taken_overhead"]), "", "",
+                     stats.change_text(average["requests_per_second_overhead"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines += ["  ".join(value.rjust(width) if i in (0,) else value.ljust(width) for i, (value, width)
+                        in enumerate(zip(r, widths))).rstrip() for r in rows]
+    short = [(row["concurrency"], scheme, row[scheme]) for row in part["levels"] for scheme in SCHEMES
+             if row[scheme].get("too_short")]
+    if short:
+        lines += ["", f"Too short to conclude (a run under {stats.MIN_RUN_S:g} s or {stats.MIN_RUN_SAMPLES} "
+                      "requests is mostly start-up and scheduler noise):"]
+        lines += [f"  c={c} {scheme.upper()}: {cell['too_short']}"
+                  + (f"; use -n {cell['needed_requests']}" if cell.get("needed_requests") else "")
+                  for c, scheme, cell in short]
+    if startup is not None:
+        lines += ["", startup_line(startup)]
     return "\n".join(lines) + "\n"

@@ -18,6 +18,8 @@ from django.core.management.base import BaseCommand
 
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
+from tlsaudit.domain.stats import change_text
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
@@ -49,7 +51,12 @@ class Command(BaseCommand):
         from workers.browser.spec import ProbeSpec
 
         spec = ProbeSpec(**spec_kwargs)
-        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS)
+        startup = startup_s()
+        progress = Progress.for_command(self, self.as_json, unit="page loads")
+        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+                           on_progress=lambda done, total, _load: progress(done, total))
+        progress.finish(len(result["loads"]))
+        result["startup_s"] = startup
         if result["error"] is not None:
             return self.fail(result["error"]["code"], result["error"]["message"], result=result)
         scheme = options["_scheme"]
@@ -147,8 +154,10 @@ def cli_json(result: dict, scheme: str) -> dict:
                 for v in ("https", "http") if f"{v}_cold" in summary}
     chosen = variants.get(scheme) or {"cold": medians(None), "warm": medians(None)}
     return {"url_scheme": scheme, "cold": chosen["cold"], "warm": chosen["warm"], "variants": variants,
-            "increase_pct": result["increase_pct"], "variant_errors": result["variant_errors"],
-            "browser": result["browser"], "duration_s": result["duration_s"], "result": result}
+            "increase_pct": result["increase_pct"], "increase": result.get("increase") or {},
+            "variant_errors": result["variant_errors"],
+            "browser": result["browser"], "duration_s": result["duration_s"], "startup_s": result.get("startup_s"),
+            "result": result}
 
 
 def render_text(result: dict) -> str:
@@ -168,9 +177,16 @@ def render_text(result: dict) -> str:
     for mode, row in result["increase_pct"].items():
         if row:
             shown = ", ".join(f"{k} {fmt(v)}%" for k, v in row.items() if v is not None)
-            lines.append(f"HTTPS over HTTP, {mode}: {shown}")
+            lines.append(f"HTTPS over HTTP, {mode} (medians): {shown}")
+    for mode, row in (result.get("increase") or {}).items():
+        for metric in ("tls", "ttfb", "load"):
+            if metric in row:
+                lines.append(f"HTTPS vs HTTP, {mode} {metric} over the loads: "
+                             f"{change_text(row[metric])}")
     for variant, error in result["variant_errors"].items():
         lines.append(f"{variant} failed: {error['message']}")
+    if result.get("startup_s") is not None:
+        lines.append(startup_line(result["startup_s"]))
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,37 @@
+// 95 % intervals as error bars on Chart.js charts (no CDN: the CSP allows our own static files only).
+// A dataset's `intervals` holds [low, high] per point, or null. Used by perf.js and browser.js.
+window.intervalBars = {
+  id: "intervalBars",
+  afterDatasetsDraw(chart) {
+    const { ctx, scales } = chart;
+    chart.data.datasets.forEach((dataset, i) => {
+      if (!dataset.intervals || chart.getDatasetMeta(i).hidden) return;
+      chart.getDatasetMeta(i).data.forEach((point, j) => {
+        const bounds = dataset.intervals[j];
+        if (!bounds || dataset.data[j] == null) return;
+        const top = scales.y.getPixelForValue(bounds[1]);
+        const bottom = scales.y.getPixelForValue(bounds[0]);
+        ctx.save();
+        ctx.strokeStyle = "#101828";
+        ctx.lineWidth = 1.2;
+        ctx.beginPath();
+        ctx.moveTo(point.x, top); ctx.lineTo(point.x, bottom);
+        ctx.moveTo(point.x - 5, top); ctx.lineTo(point.x + 5, top);
+        ctx.moveTo(point.x - 5, bottom); ctx.lineTo(point.x + 5, bottom);
+        ctx.stroke();
+        ctx.restore();
+      });
+    });
+  },
+};
+
+// The value axis must reach the ends of the error bars, not only the points.
+window.intervalRange = function intervalRange(spec) {
+  const ends = spec.datasets.flatMap((d) => (d.intervals || []).filter(Boolean).flat());
+  return ends.length ? { suggestedMin: Math.min(0, ...ends), suggestedMax: Math.max(0, ...ends) } : {};
+};
+
+window.intervalLabel = function intervalLabel(item) {
+  const bounds = item.dataset.intervals && item.dataset.intervals[item.dataIndex];
+  return bounds ? `95 % interval ${bounds[0]} … ${bounds[1]}` : "";
+};
