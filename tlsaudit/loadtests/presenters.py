@@ -304,7 +304,8 @@ def round_trips(run) -> dict | None:
     if run.kind == "handshakes":
         cells = [e["result"] for e in run.results if (e.get("result") or {}).get("count")]
         rtt = combined_rtt_ms(estimate_rtt_from_histogram((c.get("histograms") or {}).get("tcp")) for c in cells)
-        rows = [[f"TLS {c['version']} {suite_label(c)} {c.get('mode', 'full')}, {c.get('agents')} agents",
+        rows = [[f"TLS {c['version']} {c.get('suite') or c.get('requested_suite') or 'default'} "
+                 f"{c.get('mode', 'full')}, {c.get('agents')} agents",
                  cell_with_rtt(c.get("tcp_p50_ms"), rtt), cell_with_rtt(c.get("p50_ms"), rtt)] for c in cells]
         header = ["cell", "TCP connect (median)", "TLS handshake (median)"]
     else:

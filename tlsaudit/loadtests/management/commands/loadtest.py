@@ -58,7 +58,7 @@ class Command(command_base()):
                             help="OpenSSL cipher string for TLS <= 1.2")
         parser.add_argument("--repeats", default="1",
                             help=f"run it this many times after a discarded warm-up and give the median rate with "
-                                 f"its 95 % interval (default 1: one run, like ab; at most {MAX_REPEATS})")
+                                 f"its 95 %% interval (default 1: one run, like ab; at most {MAX_REPEATS})")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
