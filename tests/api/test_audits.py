@@ -178,7 +178,7 @@ def test_an_idempotency_key_replays_the_first_answer(api, org_a, site_a):
     first = api.post(site_audits(site_a), **headers)
     Audit.objects.filter(pk=first.json()["id"]).update(status="done")   # a new POST would start another
     again = api.post(site_audits(site_a), **headers)
-    assert again.status_code == 202 and again["Idempotent-Replayed"] == "true"
+    assert again.status_code == 202 and again["Idempotency-Replayed"] == "true"
     assert again.json() == first.json() and again["Location"] == first["Location"]
     assert Audit.objects.filter(site=site_a).count() == 1
     # Without the key, a second POST starts a second audit.
