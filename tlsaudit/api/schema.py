@@ -94,36 +94,39 @@ def describe_operation(path: str, method: str, operation: dict, schemas: dict) -
         return   # public, not the organization API
     for code, description in {**COMMON_ERRORS, **(WRITE_ERRORS if method in WRITES else {})}.items():
         responses.setdefault(code, {"description": description, "content": {"application/json": {"schema": ERROR_REF}}})
-    if method == "get":
+    ok = responses.get("200", {}).get("content", {})
+    export_only = bool(ok) and set(ok) == {"text/csv"}   # a streamed file, never tagged
+    if method == "get" and not export_only:
         responses.setdefault("304", {"description": "Not modified: If-None-Match named the current ETag."})
     type_bodies(responses)
     fields_as_array(operation, responses, schemas)
     idempotent = any(p.get("name") == "Idempotency-Key" and p.get("in") == "header"
                      for p in operation.get("parameters", []))
-    # A CSV export streams and carries no tag: a list answers with one when asked for CSV.
-    exports = "text/csv" in responses.get("200", {}).get("content", {}) and (
-        is_page(responses["200"], schemas) or "application/json" not in responses["200"]["content"])
+    # A list asked for CSV streams an export without a tag; its JSON pages have one.
+    may_export = "text/csv" in ok and is_page(responses["200"], schemas)
+    files = export_only or may_export or "application/pdf" in ok
     for code, response in responses.items():
-        add_headers(response, headers_of(method, code, idempotent, exports))
+        add_headers(response, headers_of(method, code, idempotent, export_only, may_export, files))
 
 
-def headers_of(method: str, code: str, idempotent: bool, exports: bool) -> dict[str, bool]:
+def headers_of(method: str, code: str, idempotent: bool, export_only: bool, may_export: bool,
+               files: bool) -> dict[str, bool]:
     """Header name → required, for one response."""
     named = {name: False for name in RATE_LIMIT}
     if code in ("429", "503"):
         named["Retry-After"] = True
     if code == "409" and idempotent:
         named["Retry-After"] = False   # Idempotency-Key in flight
-    if method == "get" and code in ("200", "304"):
-        named["ETag"] = not exports or code == "304"
+    if method == "get" and code in ("200", "304") and not export_only:
+        named["ETag"] = not may_export or code == "304"
     if code in ("201", "202"):
         named["Location"] = True
     if code == "202":
         named["Already-Active"] = False
     if idempotent and code != "503":
         named["Idempotency-Replayed"] = named["Idempotent-Replayed"] = False
-    if method == "get" and code == "200":
-        named["Content-Disposition"] = False   # CSV exports and the PDF
+    if method == "get" and code == "200" and files:
+        named["Content-Disposition"] = False   # CSV exports and the PDF are attachments
     return named
 
 
@@ -160,12 +163,12 @@ def fields_as_array(operation: dict, responses: dict, schemas: dict) -> None:
 
 def is_page(response: dict, schemas: dict) -> bool:
     schema = resolve(response.get("content", {}).get("application/json", {}).get("schema", {}), schemas)
-    return "results" in schema.get("properties", {})
+    return {"next", "previous", "results"} <= set(schema.get("properties", {}))
 
 
 def field_names(response: dict, schemas: dict) -> list[str]:
     schema = resolve(response.get("content", {}).get("application/json", {}).get("schema", {}), schemas)
-    if "results" in schema.get("properties", {}):   # a page: the names of its items
+    if is_page(response, schemas):   # the names of its items
         schema = resolve(schema["properties"]["results"].get("items", {}), schemas)
     return list(schema.get("properties", {}))
 

@@ -135,6 +135,9 @@ class CustomCaView(OrgView):
     serializer_class = CustomCaSerializer
     write_action = "manage_org"   # owners and admins, and read-write keys, as in the dashboard
 
+    def get_object(self):
+        return self.org   # the one object here (DRF's OPTIONS answer asks for it)
+
     @extend_schema(summary="The organization's custom CA certificates",
                    description="Audits and browser probes trust these besides the public stores (an internal PKI).")
     def get(self, request):
