@@ -172,7 +172,6 @@ class AuditFullSerializer(AuditSerializer):
                          "status": status, "reason": check.reason if check else "not run"})
         return ProtocolSerializer(rows, many=True).data
 
-    @extend_schema_field(SuiteSerializer(many=True))
     def get_suites(self, audit) -> list[dict]:
         facts = self.facts(audit)
         rows = [suite_row(None, facts, suite) for suite in facts.suites] if facts else []
