@@ -13,7 +13,12 @@ import pytest
 from django.core.management import call_command
 
 from tests.api.conftest import make_key
+from tests.api.factories import done_audit
+from tests.api.test_perf import make_run
+from tests.api.test_probes import make_probe
+from tests.api.test_reports import make_report
 from tests.api.test_sites import add_site
+from tests.api.test_webhooks import make_hook
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.yaml"
@@ -33,8 +38,14 @@ def test_the_schema_has_no_warnings_and_matches_the_committed_copy(tmp_path, db)
 
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_finds_no_server_errors_or_schema_violations(live_server, org_a, tmp_path):
-    for n in range(3):
-        add_site(org_a, f"s{n}.example", grade="A", tags=["fuzz"], expires_in_days=30 + n)
+    sites = [add_site(org_a, f"s{n}.example", grade="A", tags=["fuzz"], expires_in_days=30 + n) for n in range(3)]
+    # One of everything, so generated ids reach real objects (a finished audit pair, runs, a probe, reports,
+    # a webhook) as well as missing ones.
+    done_audit(sites[0]), done_audit(sites[0])
+    make_run(sites[1], "load"), make_run(sites[1], "handshakes", status="running")
+    make_probe(sites[1])
+    make_report(org_a, sites[0], status="done"), make_report(org_a)
+    make_hook(org_a)
     _, plaintext = make_key(org_a, rate_per_minute=100000)
     report = tmp_path / "report"
     started = time.monotonic()

@@ -197,7 +197,7 @@ class AuditDiff(OrgView):
                    responses={200: AuditDiffSerializer,
                               409: OpenApiResponse(ErrorSerializer, description="An audit is not done.")})
     def get(self, request, pk):
-        columns = ("id", "site_id", "status", "grade", "finished_at", "facts", "report")
+        columns = ("id", "site_id", "status", "grade", "created_at", "finished_at", "facts", "report")
         audit = get_object_or_404(audits_of(self.org).only(*columns), pk=pk)
         against = whole_number(request.query_params, "against")
         if against is None:
@@ -209,7 +209,8 @@ class AuditDiff(OrgView):
             if each.status != Audit.Status.DONE:
                 raise Conflict(f"Audit {each.pk} is {each.status}: only finished audits can be compared.",
                                code="audit_not_done")
-        old, new = sorted((audit, other), key=lambda a: (a.finished_at, a.pk))
+        # A done audit may lack its finish time (an imported or early row): its creation time stands in.
+        old, new = sorted((audit, other), key=lambda a: (a.finished_at or a.created_at, a.pk))
         return Response(AuditDiffSerializer(diff_body(old, new)).data)
 
 
