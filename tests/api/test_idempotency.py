@@ -229,6 +229,7 @@ def test_a_completed_record_replays_for_24_hours_then_the_key_is_new(api, site_a
     IdempotencyRecord.objects.update(created_at=timezone.now() - timedelta(hours=23, minutes=59))
     replayed = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
     assert replayed["Idempotency-Replayed"] == "true" and replayed.json()["id"] == first.json()["id"]
+    assert replayed["Idempotent-Replayed"] == "true"   # the former name, still sent for clients that read it
 
     IdempotencyRecord.objects.update(created_at=timezone.now() - timedelta(hours=24, minutes=1))
     fresh = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
