@@ -67,7 +67,7 @@ schema: setup  ## regenerate docs/openapi.yaml (a test fails when it drifts from
 
 lock:  ## re-pin requirements.txt from requirements.in
 	$(PY) -m pip install --quiet -r requirements.in
-	( echo "# Pinned. Regenerate with \`make lock\` after editing requirements.in."; $(PY) -m pip freeze --exclude-editable ) > requirements.txt
+	( echo "# Pinned. Regenerate with \`make lock\` after editing requirements.in."; $(PY) -m pip freeze --exclude-editable | LC_ALL=C sort -f ) > requirements.txt
 
 clean:
 	rm -rf var/test test-artifacts .pytest_cache

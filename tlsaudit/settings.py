@@ -110,6 +110,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: an API path without its trailing slash (or with one too many) is served as the route it
+    # names, so every middleware below sees the same path as the view.
+    "tlsaudit.api.middleware.ApiTrailingSlashMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Outermost of ours: it marks every /api/ response no-store, those of the middleware below included.
     "tlsaudit.api.middleware.ApiNoStoreMiddleware",

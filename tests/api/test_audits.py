@@ -178,7 +178,7 @@ def test_an_idempotency_key_replays_the_first_answer(api, org_a, site_a):
     first = api.post(site_audits(site_a), **headers)
     Audit.objects.filter(pk=first.json()["id"]).update(status="done")   # a new POST would start another
     again = api.post(site_audits(site_a), **headers)
-    assert again.status_code == 202 and again["Idempotent-Replayed"] == "true"
+    assert again.status_code == 202 and again["Idempotency-Replayed"] == "true"
     assert again.json() == first.json() and again["Location"] == first["Location"]
     assert Audit.objects.filter(site=site_a).count() == 1
     # Without the key, a second POST starts a second audit.
@@ -403,3 +403,13 @@ def test_an_audit_started_over_the_api_is_run_by_the_worker(audit_worker, lab_or
     # sslyze's own JSON, kept whole (rejected suites dropped)
     assert (full["raw"]["scan_status"], full["raw"]["server_location"]["port"]) == ("COMPLETED", site.https_port)
     assert full["raw"]["scan_result"]["tls_1_0_cipher_suites"]["result"]["accepted_cipher_suites"]
+
+
+def test_diff_with_a_done_audit_that_has_no_finish_time_orders_it_by_creation(api, site_a):
+    # Found by schemathesis: a done audit without finished_at (an imported or early row) made the diff a 500.
+    new = done_audit(site_a, at=day(2))
+    old = done_audit(site_a, at=day(1))
+    Audit.objects.filter(pk=old.pk).update(finished_at=None)
+    response = api.get(f"{detail(new)}diff/?against={old.pk}")
+    assert response.status_code == 200, response.content
+    assert (response.json()["old"]["id"], response.json()["new"]["id"]) == (old.pk, new.pk)

@@ -111,7 +111,7 @@ def test_a_key_held_by_a_killed_web_process_is_taken_over_by_one_retry_when_its_
     # and once it has ended, of eight retries racing for the key exactly one runs the work.
     time.sleep(max(0.0, seconds_until(lease_ends) + 0.3))
     answers = race(8, lambda: requests.post(retry, headers=headers, timeout=60))
-    ran = [a for a in answers if a.status_code == 202 and "Idempotent-Replayed" not in a.headers]
+    ran = [a for a in answers if a.status_code == 202 and "Idempotency-Replayed" not in a.headers]
     assert len(ran) == 1, [(a.status_code, dict(a.headers)) for a in answers]
     assert not any("Already-Active" in a.headers for a in answers)   # no second run met the first one's audit
     for answer in answers:
@@ -120,7 +120,7 @@ def test_a_key_held_by_a_killed_web_process_is_taken_over_by_one_retry_when_its_
             assert 1 <= int(answer.headers["Retry-After"]) <= LEASE_S
     assert Audit.objects.count() == 1
     replayed = requests.post(retry, headers=headers, timeout=30)
-    assert (replayed.status_code, replayed.headers["Idempotent-Replayed"]) == (202, "true")
+    assert (replayed.status_code, replayed.headers["Idempotency-Replayed"]) == (202, "true")
     assert replayed.json()["id"] == ran[0].json()["id"] == Audit.objects.get().pk
 
 
@@ -177,12 +177,12 @@ def test_a_retry_after_the_lease_runs_the_work_and_is_replayed_from_then_on(api,
 
     retry = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
 
-    assert retry.status_code == 202 and "Idempotent-Replayed" not in retry
+    assert retry.status_code == 202 and "Idempotency-Replayed" not in retry
     record = IdempotencyRecord.objects.get()
     assert (record.status_code, record.attempt, record.leased_until) == (202, 2, None)
     assert record.body["id"] == Audit.objects.get().pk
     again = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
-    assert again["Idempotent-Replayed"] == "true" and again.json() == retry.json()
+    assert again["Idempotency-Replayed"] == "true" and again.json() == retry.json()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -229,11 +229,12 @@ def test_a_completed_record_replays_for_24_hours_then_the_key_is_new(api, site_a
     Audit.objects.update(status="done")
     IdempotencyRecord.objects.update(created_at=timezone.now() - timedelta(hours=23, minutes=59))
     replayed = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
-    assert replayed["Idempotent-Replayed"] == "true" and replayed.json()["id"] == first.json()["id"]
+    assert replayed["Idempotency-Replayed"] == "true" and replayed.json()["id"] == first.json()["id"]
+    assert replayed["Idempotent-Replayed"] == "true"   # the former name, still sent for clients that read it
 
     IdempotencyRecord.objects.update(created_at=timezone.now() - timedelta(hours=24, minutes=1))
     fresh = api.post(site_audits(site_a), HTTP_IDEMPOTENCY_KEY="k")
-    assert fresh.status_code == 202 and "Idempotent-Replayed" not in fresh
+    assert fresh.status_code == 202 and "Idempotency-Replayed" not in fresh
     assert fresh.json()["id"] != first.json()["id"] and Audit.objects.count() == 2
 
 

@@ -81,3 +81,44 @@ def test_the_schema_and_docs_pages_are_served(api):
     assert schema.status_code == 200 and schema.json()["info"]["title"] == "TLS Audit API"
     docs = api.get("/api/v1/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+# --- the custom CA ----------------------------------------------------------------------------------
+
+CUSTOM_CA = "/api/v1/organization/custom-ca/"
+
+
+def test_the_custom_ca_is_set_read_and_removed_through_the_api(api, org_a, tmp_path):
+    from tests.support.pki import TestPki
+    from tlsaudit.core.models import AuditLogEntry
+
+    pem = TestPki(tmp_path).ca_file.read_text()
+    assert api.get(CUSTOM_CA).json() == {"pem": "", "certificates": []}
+    body = api.put(CUSTOM_CA, {"pem": f"\n{pem}\n"}, format="json").json()
+    assert [c["subject"] for c in body["certificates"]] == ["CN=TLS Audit Test Root CA,O=TLS Audit test lab"]
+    assert len(body["certificates"][0]["fingerprint_sha256"]) == 64
+    org_a.refresh_from_db()
+    assert org_a.custom_ca_pem.strip() == pem.strip() and api.get(CUSTOM_CA).json() == body
+    assert AuditLogEntry.objects.filter(action="org.settings_changed").exists()
+    assert api.delete(CUSTOM_CA).status_code == 204
+    org_a.refresh_from_db()
+    assert org_a.custom_ca_pem == ""
+
+
+def test_a_custom_ca_that_is_not_pem_is_refused_and_the_old_one_kept(api, org_a):
+    org_a.custom_ca_pem = "kept"
+    org_a.save()
+    for pem in ("not a certificate", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", "x" * 200_001):
+        response = api.put(CUSTOM_CA, {"pem": pem}, format="json")
+        assert response.status_code == 422 and "pem" in error_of(response)["fields"], response.content
+    org_a.refresh_from_db()
+    assert org_a.custom_ca_pem == "kept"
+
+
+def test_only_owners_admins_and_read_write_keys_change_the_custom_ca(api_ro, login, bob, org_a):
+    assert error_of(api_ro.put(CUSTOM_CA, {"pem": ""}, format="json"))["code"] == "read_only_key"
+    assert api_ro.get(CUSTOM_CA).status_code == 200
+    viewer = APIClient()
+    viewer.force_login(bob)
+    assert viewer.get(CUSTOM_CA, HTTP_X_ORGANIZATION=org_a.slug).status_code == 200
+    assert viewer.delete(CUSTOM_CA, HTTP_X_ORGANIZATION=org_a.slug).status_code == 403

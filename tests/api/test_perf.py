@@ -238,7 +238,7 @@ def test_an_idempotency_key_starts_one_run(api, verified):
     first = api.post(loadtests(verified), body, format="json", **headers)
     PerfRun.objects.update(status="done")
     again = api.post(loadtests(verified), body, format="json", **headers)
-    assert (first.status_code, again.status_code, again["Idempotent-Replayed"]) == (202, 202, "true")
+    assert (first.status_code, again.status_code, again["Idempotency-Replayed"]) == (202, 202, "true")
     assert again.json()["id"] == first.json()["id"] and PerfRun.objects.count() == 1
     changed = api.post(loadtests(verified), {**body, "requests": 11}, format="json", **headers)
     assert changed.status_code == 422 and error_of(changed)["code"] == "idempotency_key_reused"

@@ -162,7 +162,7 @@ def test_an_idempotency_key_starts_one_probe(creator_api, site_a):
     first = creator_api.post(probes(site_a), {"runs": 1}, format="json", **headers)
     Probe.objects.update(status="done")
     again = creator_api.post(probes(site_a), {"runs": 1}, format="json", **headers)
-    assert again.status_code == 202 and again["Idempotent-Replayed"] == "true"
+    assert again.status_code == 202 and again["Idempotency-Replayed"] == "true"
     assert again.json() == first.json() and Probe.objects.count() == 1
     other = creator_api.post(probes(site_a), {"runs": 2}, format="json", **headers)
     assert other.status_code == 422 and Probe.objects.count() == 1

@@ -85,7 +85,7 @@ def test_an_idempotency_key_asks_once(api, site_a):
     first = api.post(REPORTS, {"site": site_a.pk}, format="json", **headers)
     Report.objects.update(status="failed")
     again = api.post(REPORTS, {"site": site_a.pk}, format="json", **headers)
-    assert again["Idempotent-Replayed"] == "true" and again.json() == first.json() and Report.objects.count() == 1
+    assert again["Idempotency-Replayed"] == "true" and again.json() == first.json() and Report.objects.count() == 1
     assert api.post(REPORTS, {}, format="json", **headers).status_code == 422
 
 

@@ -177,7 +177,7 @@ def test_an_idempotency_key_sends_one_test(api, org_a):
     for _ in range(2):
         response = api.post(f"{detail(hook)}test/", HTTP_IDEMPOTENCY_KEY="check-1")
         assert response.status_code == 202
-    assert response["Idempotent-Replayed"] == "true" and WebhookDelivery.objects.count() == 1
+    assert response["Idempotency-Replayed"] == "true" and WebhookDelivery.objects.count() == 1
 
 
 def test_deliveries_are_listed_newest_first_and_filtered(api, org_a):

@@ -25,6 +25,10 @@ from tlsaudit.api.errors import BadQuery, Conflict, Unprocessable
 from tlsaudit.api.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
+# A replayed answer says so. The first name shipped was Idempotent-Replayed (as Stripe's); clients read
+# it, so it is still sent beside the name that matches the request's header.
+REPLAYED = "Idempotency-Replayed"
+OLD_REPLAYED = "Idempotent-Replayed"
 LIFETIME = timedelta(hours=24)
 PENDING = 0
 logger = logging.getLogger(__name__)
@@ -135,7 +139,7 @@ def release(record: IdempotencyRecord) -> None:
 
 
 def replay(record: IdempotencyRecord) -> Response:
-    headers = {"Idempotent-Replayed": "true"}
+    headers = {REPLAYED: "true", OLD_REPLAYED: "true"}
     if record.location:
         headers["Location"] = record.location
     return Response(record.body, status=record.status_code, headers=headers)

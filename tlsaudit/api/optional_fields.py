@@ -1,7 +1,15 @@
-"""Response fields a caller gets only on request (`?view=full`, `?include=raw`): in the schema they
-are documented but not required, so the default, smaller response is valid against it too."""
+"""Response fields a caller may not get, made optional in the schema so every answer is valid against it:
+
+- on resources that take `?fields=` (serializers with FieldsMixin), every field: `?fields=id,grade` sends
+  those two and nothing else, and a generated client must not fail on the others' absence;
+- elsewhere, the fields sent only on request (`?view=full`, `?include=raw`), named by `schema_optional`.
+"""
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
+
+from tlsaudit.api.base import FieldsMixin
+
+SPARSE_NOTE = "Every field is sent unless `?fields=` names others: a generated client must treat each as optional."
 
 
 class OptionalInSchema:
@@ -22,4 +30,18 @@ class OptionalFieldsExtension(OpenApiSerializerExtension):
             schema["required"] = required
         else:
             schema.pop("required", None)
+        return schema
+
+
+class SparseFieldsExtension(OpenApiSerializerExtension):
+    """Wins over OptionalFieldsExtension (a serializer may have both mixins): nothing is required."""
+
+    target_class = FieldsMixin
+    match_subclasses = True
+    priority = 1
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        schema.pop("required", None)
+        schema["description"] = " ".join(filter(None, [schema.get("description"), SPARSE_NOTE]))
         return schema

@@ -126,7 +126,13 @@ class BulkSitesSerializer(serializers.Serializer):
 
 
 class BulkItemSerializer(serializers.Serializer):
-    index = serializers.IntegerField()
+    index = serializers.IntegerField(help_text="The item's position in `sites`, from 0.")
     created = serializers.BooleanField()
-    site = SiteSerializer(required=False, allow_null=True)
-    error = ErrorBodySerializer(required=False, allow_null=True)
+    site = SiteSerializer(allow_null=True, help_text="The new site; null when it was not created.")
+    error = ErrorBodySerializer(allow_null=True, help_text="Why it was not created; null when it was.")
+
+
+class BulkResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text="How many sites were created.")
+    failed = serializers.IntegerField(help_text="How many items were refused (see their `error`).")
+    results = BulkItemSerializer(many=True, help_text="One per item, in the order sent.")

@@ -2,6 +2,7 @@
 report (read from the stored facts and report JSON, as the dashboard's report page reads them),
 `?include=raw` for sslyze's JSON."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
@@ -160,6 +161,7 @@ class AuditFullSerializer(AuditSerializer):
             audit._parsed_facts = audit.scan_facts() or False
         return audit._parsed_facts or None
 
+    @extend_schema_field(ProtocolSerializer(many=True))
     def get_protocols(self, audit) -> list[dict]:
         facts = self.facts(audit)
         rows = []
@@ -177,6 +179,7 @@ class AuditFullSerializer(AuditSerializer):
         rows.sort(key=lambda s: (newest_first.get(s.protocol, 9), s.preference is None, s.preference or 0, s.name))
         return SuiteSerializer(rows, many=True).data
 
+    @extend_schema_field(DeploymentSerializer(many=True))
     def get_certificates(self, audit) -> list[dict]:
         facts = self.facts(audit)
         rows = [{"index": index, "chain": deployment.chain, "trust": deployment.trust,

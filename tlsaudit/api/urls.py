@@ -4,6 +4,7 @@ from rest_framework.permissions import AllowAny
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from tlsaudit.api import schema  # noqa: F401  registers the OpenAPI extensions before any schema is built
+from tlsaudit.api.base import csv_export
 from tlsaudit.api.views import audits, organization, perf, probes, reports, sites, webhooks
 
 app_name = "api"
@@ -18,6 +19,7 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(**PUBLIC), name="schema"),
     path("docs/", docs_policy(SpectacularSwaggerSplitView.as_view(url_name="api:schema", **PUBLIC)), name="docs"),
     path("organization/", organization.OrganizationView.as_view(), name="organization"),
+    path("organization/custom-ca/", organization.CustomCaView.as_view(), name="custom-ca"),
     path("portfolio/", organization.PortfolioView.as_view(), name="portfolio"),
     path("sites/", sites.SiteList.as_view(), name="site-list"),
     path("sites/bulk/", sites.SiteBulkCreate.as_view(), name="site-bulk"),
@@ -41,3 +43,21 @@ urlpatterns = [
     path("webhooks/<int:pk>/test/", webhooks.WebhookTest.as_view(), name="webhook-test"),
     path("webhooks/<int:pk>/deliveries/", webhooks.WebhookDeliveries.as_view(), name="webhook-deliveries"),
 ]
+
+# Every list as a CSV file at a path of its own (see base.csv_export): route, list view, operationId, summary.
+CSV_EXPORTS = [
+    ("sites.csv", sites.SiteList, "sites_csv", "Sites as CSV"),
+    ("audits.csv", audits.AuditList, "audits_csv", "The organization's audits as CSV"),
+    ("sites/<int:pk>/audits.csv", audits.SiteAuditList, "sites_audits_csv", "A site's audits as CSV"),
+    ("sites/<int:pk>/loadtests.csv", perf.SiteLoadTestList, "sites_loadtests_csv",
+     "A site's load tests and sweeps as CSV"),
+    ("sites/<int:pk>/handshakes.csv", perf.SiteHandshakeList, "sites_handshakes_csv", "A site's handshake runs as CSV"),
+    ("sites/<int:pk>/probes.csv", probes.SiteProbeList, "sites_probes_csv", "A site's browser probes as CSV"),
+    ("reports.csv", reports.ReportList, "reports_csv", "The organization's reports as CSV"),
+    ("webhooks.csv", webhooks.WebhookList, "webhooks_csv", "The organization's webhooks as CSV"),
+    ("webhooks/<int:pk>/deliveries.csv", webhooks.WebhookDeliveries, "webhooks_deliveries_csv",
+     "A webhook's deliveries as CSV"),
+]
+urlpatterns += [path(route, csv_export(view, operation_id, summary, tag=route.split(".")[0].split("/")[0]).as_view(),
+                     name=operation_id)
+                for route, view, operation_id, summary in CSV_EXPORTS]

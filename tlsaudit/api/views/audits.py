@@ -9,13 +9,15 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins
 from rest_framework.response import Response
 
-from tlsaudit.api.base import CsvListMixin, OrgView
+from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
 from tlsaudit.api.errors import BadQuery, Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers import ALL_GRADES, ErrorSerializer
 from tlsaudit.api.serializers_audits import (
+    FULL_FIELDS,
     HEAVY_COLUMNS,
+    RAW_FIELDS,
     AuditDiffSerializer,
     AuditFullSerializer,
     AuditFullWithRawSerializer,
@@ -26,6 +28,7 @@ from tlsaudit.api.serializers_audits import (
 from tlsaudit.api.views.common import (
     EXISTING_HEADER,
     FIELDS_PARAM,
+    ID_SCHEMA,
     IDEMPOTENCY_PARAM,
     NOT_QUEUED,
     PAGE_SIZE_PARAM,
@@ -102,7 +105,7 @@ class AuditList(CsvListMixin, mixins.ListModelMixin, OrgView):
         return audits.filter(site_id=site) if site is not None else audits
 
     @extend_schema(summary="List the organization's audits, newest first",
-                   parameters=[OpenApiParameter("site", int, description="Only audits of this site (its id)."),
+                   parameters=[OpenApiParameter("site", ID_SCHEMA, description="Only audits of this site (its id)."),
                                *AUDIT_FILTERS])
     def get(self, request):
         return self.list(request)
@@ -159,9 +162,12 @@ class AuditDetail(OrgView):
         return audits_of(self.org)
 
     def get_serializer_class(self):
+        """?view= and ?include= choose the default shape; ?fields= may name any field of any shape (naming
+        `findings` brings what ?view=full reads), so the fields the schema lists are all accepted."""
         params = self.request.query_params
-        full = (choice(params, "view", VIEWS) or "compact") == "full"
-        raw = choice(params, "include", INCLUDES) == "raw"
+        wanted = set(requested_fields(self.request))
+        full = (choice(params, "view", VIEWS) or "compact") == "full" or bool(wanted & set(FULL_FIELDS))
+        raw = choice(params, "include", INCLUDES) == "raw" or bool(wanted & set(RAW_FIELDS))
         return {(False, False): AuditSerializer, (True, False): AuditFullSerializer,
                 (False, True): AuditWithRawSerializer, (True, True): AuditFullWithRawSerializer}[(full, raw)]
 
@@ -188,12 +194,12 @@ class AuditDiff(OrgView):
     @extend_schema(summary="What changed between two audits",
                    description="Both audits must belong to your organization (else 404) and be done (else 409). "
                                "They may be of different sites; the earlier one (by finish time) is `old`.",
-                   parameters=[OpenApiParameter("against", int, required=True,
+                   parameters=[OpenApiParameter("against", ID_SCHEMA, required=True,
                                                 description="The id of the audit to compare with.")],
                    responses={200: AuditDiffSerializer,
                               409: OpenApiResponse(ErrorSerializer, description="An audit is not done.")})
     def get(self, request, pk):
-        columns = ("id", "site_id", "status", "grade", "finished_at", "facts", "report")
+        columns = ("id", "site_id", "status", "grade", "created_at", "finished_at", "facts", "report")
         audit = get_object_or_404(audits_of(self.org).only(*columns), pk=pk)
         against = whole_number(request.query_params, "against")
         if against is None:
@@ -205,7 +211,8 @@ class AuditDiff(OrgView):
             if each.status != Audit.Status.DONE:
                 raise Conflict(f"Audit {each.pk} is {each.status}: only finished audits can be compared.",
                                code="audit_not_done")
-        old, new = sorted((audit, other), key=lambda a: (a.finished_at, a.pk))
+        # A done audit may lack its finish time (an imported or early row): its creation time stands in.
+        old, new = sorted((audit, other), key=lambda a: (a.finished_at or a.created_at, a.pk))
         return Response(AuditDiffSerializer(diff_body(old, new)).data)
 
 

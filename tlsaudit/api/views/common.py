@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime, time, timedelta
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -26,24 +26,35 @@ DAY = timedelta(days=1)
 EXISTING_HEADER = "Already-Active"
 
 FIELDS_PARAM = OpenApiParameter("fields", str, description="Comma-separated top-level field names to return.")
-PAGE_SIZE_PARAM = OpenApiParameter("page_size", int, description="Items per page (default 50, at most 200).")
+PAGE_SIZE_PARAM = OpenApiParameter(
+    "page_size", {"type": "integer", "minimum": 1, "maximum": settings.API_MAX_PAGE_SIZE},
+    description=f"Items per page (default {settings.API_PAGE_SIZE}, at most {settings.API_MAX_PAGE_SIZE}).")
 NOT_QUEUED = OpenApiResponse(NotQueuedSerializer, description=(
     "The task queue (Redis) is unavailable: the work was created (`created`, `Location`) but not queued "
     "(`queued: false`). An audit starts by itself once the queue is back; a load test, probe, report or test "
     "delivery is marked failed: start it again after `Retry-After` seconds. Code `queue_unavailable`."))
 IDEMPOTENCY_PARAM = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER,
-    description="Any unique string (e.g. a UUID): a retry with the same key and body gets the first response "
-                "back (with `Idempotent-Replayed: true`) instead of starting the work twice. Kept 24 hours. "
-                "While the first request is still running a retry gets 409 `idempotency_key_in_flight` with "
-                "`Retry-After`; if that request never finishes (its server died), a retry after that time runs it.")
+    "Idempotency-Key", {"type": "string", "minLength": 1, "maxLength": 120, "pattern": r"^[ -~]*[!-~][ -~]*$"},
+    OpenApiParameter.HEADER,
+    description="Any unique string of 1 to 120 printable characters (e.g. a UUID): a retry with the same key and "
+                "body gets the first response back (with `Idempotency-Replayed: true`) instead of starting the "
+                "work twice. Kept 24 hours. While the first request is still running a retry gets 409 "
+                "`idempotency_key_in_flight` with `Retry-After`; if that request never finishes (its server died), "
+                "a retry after that time runs it.")
+# Ids in query parameters: whole numbers of at most 12 digits (`whole_number`).
+ID_SCHEMA = {"type": "integer", "minimum": 0, "maximum": 999_999_999_999}
+# `since` / `until`: an ISO 8601 date or date-time, as `moment` reads them. (The server also takes the 29th to
+# 31st of a month that has them: the schema leaves them out, as a pattern cannot tell February from March.)
+MOMENT_SCHEMA = {"type": "string", "pattern": (
+    r"^[1-9]\d{3}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])"
+    r"([T ]([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?(Z|[+-](0\d|1[0-3]):?[0-5]\d)?)?$")}
 
 
 def since_until_params(what: str) -> list[OpenApiParameter]:
-    return [OpenApiParameter("since", OpenApiTypes.STR,
+    return [OpenApiParameter("since", MOMENT_SCHEMA,
                              description=f"Only {what} created at or after this ISO 8601 date or date-time (UTC "
                                          "when no offset is given)."),
-            OpenApiParameter("until", OpenApiTypes.STR,
+            OpenApiParameter("until", MOMENT_SCHEMA,
                              description=f"Only {what} created up to this ISO 8601 date (the whole day) or "
                                          "date-time.")]
 

@@ -3,14 +3,16 @@ from datetime import timedelta
 from django.db.models import Count
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from tlsaudit.api.base import OrgView
 from tlsaudit.api.errors import BadQuery
+from tlsaudit.api.logging import log
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
 from tlsaudit.api.views.sites import sites_of
+from tlsaudit.orgs.forms import OrganizationSettingsForm
 from tlsaudit.orgs.models import Membership
 
 PORTFOLIO_LIST_LIMIT = 100
@@ -63,7 +65,8 @@ class PortfolioView(OrgView):
     serializer_class = SiteSerializer
 
     @extend_schema(summary="Organization summary: grades, expiring certificates, failing sites",
-                   parameters=[OpenApiParameter("days", int, description="Expiry horizon in days (default 30).")],
+                   parameters=[OpenApiParameter("days", {"type": "integer", "minimum": 0, "maximum": 3650},
+                                               description="Expiry horizon in days (default 30).")],
                    responses={200: PortfolioSerializer})
     def get(self, request):
         days = parse_horizon(request.query_params.get("days", "30"))
@@ -90,3 +93,75 @@ def parse_horizon(raw: str) -> int:
     if not raw.isdigit() or not 0 <= int(raw) <= 3650:
         raise BadQuery({"days": "Use a whole number of days from 0 to 3650."})
     return int(raw)
+
+
+# --- the custom CA: certificates the organization's audits and probes trust besides the public stores ------
+
+MAX_PEM_CHARS = 200_000   # some hundred certificates; the dashboard's form takes the same
+
+
+class CaCertificateSerializer(serializers.Serializer):
+    subject = serializers.CharField()
+    issuer = serializers.CharField()
+    not_before = serializers.DateTimeField()
+    not_after = serializers.DateTimeField()
+    fingerprint_sha256 = serializers.CharField()
+
+
+class CustomCaSerializer(serializers.Serializer):
+    pem = serializers.CharField(help_text="The PEM certificates, normalised; empty when none is set.")
+    certificates = CaCertificateSerializer(many=True)
+
+
+class CustomCaWriteSerializer(serializers.Serializer):
+    pem = serializers.CharField(max_length=MAX_PEM_CHARS, allow_blank=True, trim_whitespace=False,
+                                help_text="One or more -----BEGIN CERTIFICATE----- blocks; empty to remove them.")
+
+
+def custom_ca_body(org) -> dict:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    certs = x509.load_pem_x509_certificates(org.custom_ca_pem.encode()) if org.custom_ca_pem.strip() else []
+    return {"pem": org.custom_ca_pem, "certificates": [
+        {"subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
+         "not_before": cert.not_valid_before_utc, "not_after": cert.not_valid_after_utc,
+         "fingerprint_sha256": cert.fingerprint(hashes.SHA256()).hex()} for cert in certs]}
+
+
+class CustomCaView(OrgView):
+    """Checked and normalised as the dashboard's settings form does (the same errors)."""
+
+    serializer_class = CustomCaSerializer
+    write_action = "manage_org"   # owners and admins, and read-write keys, as in the dashboard
+
+    def get_object(self):
+        return self.org   # the one object here (DRF's OPTIONS answer asks for it)
+
+    @extend_schema(summary="The organization's custom CA certificates",
+                   description="Audits and browser probes trust these besides the public stores (an internal PKI).")
+    def get(self, request):
+        return Response(CustomCaSerializer(custom_ca_body(self.org)).data)
+
+    @extend_schema(summary="Set the organization's custom CA certificates", request=CustomCaWriteSerializer,
+                   responses={200: CustomCaSerializer})
+    def put(self, request):
+        body = CustomCaWriteSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        self.save(request, body.validated_data["pem"])
+        return Response(CustomCaSerializer(custom_ca_body(self.org)).data)
+
+    @extend_schema(summary="Remove the organization's custom CA certificates", responses={204: None})
+    def delete(self, request):
+        self.save(request, "")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def save(self, request, pem: str) -> None:
+        org = self.org
+        form = OrganizationSettingsForm({"name": org.name, "custom_ca_pem": pem}, instance=org)
+        if not form.is_valid():
+            raise serializers.ValidationError({"pem" if name == "custom_ca_pem" else name: list(errors)
+                                               for name, errors in form.errors.items()})
+        form.save()
+        # Field names only, as the dashboard logs it.
+        log(request, "org.settings_changed", org=org, target=org.name, fields=["custom_ca_pem"])

@@ -163,4 +163,6 @@ class RunStop(OrgView):
         run = get_object_or_404(PerfRun.objects.filter(organization=self.org), pk=pk)
         run = services.request_stop(run)
         body = PerfRunSerializer(run, context={"request": request, "all_fields": True}).data
-        return Response(body, status=200 if run.is_finished else 202)
+        if run.is_finished:
+            return Response(body)
+        return accepted(body, body["url"])   # stopping: poll the run

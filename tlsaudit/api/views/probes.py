@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
-from tlsaudit.api.base import CsvListMixin, OrgView
+from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
 from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.models import ApiKey
@@ -97,7 +97,8 @@ class ProbeDetail(OrgView):
     serializer_class = ProbeDetailSerializer
 
     def get_serializer_class(self):
-        raw = choice(self.request.query_params, "include", ("raw",)) == "raw"
+        # ?fields=raw asks for it as ?include=raw does: every field the schema lists is accepted.
+        raw = choice(self.request.query_params, "include", ("raw",)) == "raw" or "raw" in requested_fields(self.request)
         return ProbeWithRawSerializer if raw else ProbeDetailSerializer
 
     @extend_schema(summary="A browser probe: progress, then medians, tables and charts",

@@ -1,6 +1,6 @@
 """PDF reports: list, ask for one (a site's or the portfolio), its status, the PDF once printed."""
 
-from django.http import FileResponse, Http404
+from django.http import FileResponse, Http404, HttpResponseNotModified
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -9,6 +9,7 @@ from rest_framework import mixins
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
+from tlsaudit.api import conditional
 from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
@@ -16,6 +17,7 @@ from tlsaudit.api.serializers import ErrorSerializer
 from tlsaudit.api.serializers_reports import ReportRequestSerializer, ReportSerializer
 from tlsaudit.api.views.common import (
     FIELDS_PARAM,
+    ID_SCHEMA,
     IDEMPOTENCY_PARAM,
     NOT_QUEUED,
     PAGE_SIZE_PARAM,
@@ -28,6 +30,7 @@ from tlsaudit.reports import services
 from tlsaudit.reports.models import Report
 
 RUN_ACTION = "run_audits"   # as the dashboard's "Download PDF report" buttons
+BYTES = ("application/pdf", "application/octet-stream")
 
 
 def reports_of(org):
@@ -54,7 +57,7 @@ class ReportList(CsvListMixin, mixins.ListModelMixin, OrgView):
     @extend_schema(summary="List the organization's PDF reports, newest first",
                    parameters=[OpenApiParameter("status", str, enum=list(Report.Status.values)),
                                OpenApiParameter("kind", str, enum=list(Report.Kind.values)),
-                               OpenApiParameter("site", int, description="Only reports of this site (its id)."),
+                               OpenApiParameter("site", ID_SCHEMA, description="Only reports of this site (its id)."),
                                PAGE_SIZE_PARAM, FIELDS_PARAM])
     def get(self, request):
         return self.list(request)
@@ -99,14 +102,23 @@ class PDFRenderer(BaseRenderer):
         return data
 
 
+class BytesRenderer(PDFRenderer):
+    """The same PDF for a client that asks for application/octet-stream (generated clients read that as bytes)."""
+
+    media_type = "application/octet-stream"
+    format = "bin"
+
+
 class ReportPdf(OrgView):
     serializer_class = ReportSerializer
-    renderer_classes = [PDFRenderer, JSONRenderer]
+    renderer_classes = [PDFRenderer, BytesRenderer, JSONRenderer]
 
     @extend_schema(summary="Download a report's PDF",
                    description="application/pdf once the report is done; 409 `report_not_ready` while it is queued "
                                "or being printed, 409 `report_failed` if printing failed (ask for a new one).",
                    responses={(200, "application/pdf"): OpenApiResponse(OpenApiTypes.BINARY, description="The PDF."),
+                              (200, "application/octet-stream"): OpenApiResponse(
+                                  OpenApiTypes.BINARY, description="The PDF, for a client that asks for bytes."),
                               (409, "application/json"): OpenApiResponse(ErrorSerializer,
                                                                          description="Not printed (yet).")})
     def get(self, request, pk):
@@ -118,14 +130,25 @@ class ReportPdf(OrgView):
             raise Conflict(f"This report is {report.status}: poll {reverse('api:report-detail', args=[report.pk])} "
                            "until its status is done.",
                            code="report_not_ready")
+        media_type = request.accepted_media_type if request.accepted_media_type in BYTES else "application/pdf"
+        # A printed report never changes: its tag comes from what identifies the file, not from reading it.
+        etag = conditional.etag_for(self.org.pk, media_type, f"{report.pk}:{report.finished_at}:{report.size}".encode())
+        if conditional.matches(request, etag):
+            return tagged(HttpResponseNotModified(), etag)
         try:
             handle = report.file.open("rb")
         except (FileNotFoundError, ValueError):
             raise Http404("The PDF file is gone: ask for a new report.") from None
-        return FileResponse(handle, as_attachment=True, filename=report.filename, content_type="application/pdf")
+        return tagged(FileResponse(handle, as_attachment=True, filename=report.filename, content_type=media_type),
+                      etag)
 
     def finalize_response(self, request, response, *args, **kwargs):
         # Errors are JSON whatever the client accepted: a PDF renderer cannot draw them.
         if isinstance(response, Response):
             request.accepted_renderer, request.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
         return super().finalize_response(request, response, *args, **kwargs)
+
+
+def tagged(response, etag: str):
+    response["ETag"] = etag
+    return response

@@ -10,9 +10,10 @@ from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import BadQuery
 from tlsaudit.api.logging import log
 from tlsaudit.api.pagination import ByName
+from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.api.serializers import (
     ALL_GRADES,
-    BulkItemSerializer,
+    BulkResultSerializer,
     BulkSitesSerializer,
     SiteSerializer,
     SiteWriteSerializer,
@@ -21,14 +22,13 @@ from tlsaudit.audits.models import AuditCertificate
 from tlsaudit.sites.models import Site
 
 MAX_EXPIRY_DAYS = 3650
-FIELDS_PARAM = OpenApiParameter("fields", str, description="Comma-separated field names to return.")
 SITE_FILTERS = [
     OpenApiParameter("tag", str, description="Only sites with this tag."),
     OpenApiParameter("grade", str, enum=list(ALL_GRADES), description="Only sites whose latest grade is this."),
-    OpenApiParameter("expiring_within_days", int,
+    OpenApiParameter("expiring_within_days", {"type": "integer", "minimum": 0, "maximum": MAX_EXPIRY_DAYS},
                      description=f"Only sites whose leaf certificate expires within this many days (0–{MAX_EXPIRY_DAYS})."),
     OpenApiParameter("search", str, description="Substring of the host name or display name."),
-    OpenApiParameter("page_size", int, description="Items per page (default 50)."),
+    PAGE_SIZE_PARAM,
     FIELDS_PARAM,
 ]
 
@@ -127,7 +127,7 @@ class SiteDetail(OrgView):
 class SiteBulkCreate(OrgView):
     serializer_class = BulkSitesSerializer
 
-    @extend_schema(request=BulkSitesSerializer, responses={200: BulkItemSerializer(many=True)},
+    @extend_schema(request=BulkSitesSerializer, responses={200: BulkResultSerializer},
                    summary="Add many sites; each item succeeds or fails on its own")
     def post(self, request):
         batch = BulkSitesSerializer(data=request.data)
@@ -147,7 +147,8 @@ class SiteBulkCreate(OrgView):
         except (ValidationError, Conflict) as exc:
             return {"index": index, "created": False, "site": None, "error": body_of(exc)}
         site = writer.save(created_by=actor(self.request))
-        data = SiteSerializer(sites_of(self.org).get(pk=site.pk), context={"request": self.request}).data
+        data = SiteSerializer(sites_of(self.org).get(pk=site.pk),
+                              context={"request": self.request, "all_fields": True}).data
         return {"index": index, "created": True, "site": data, "error": None}
 
 

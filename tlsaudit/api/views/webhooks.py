@@ -139,6 +139,6 @@ class WebhookDeliveries(CsvListMixin, mixins.ListModelMixin, OrgView):
 
     @extend_schema(summary="A webhook's delivery attempts, newest first",
                    parameters=[OpenApiParameter("status", str, enum=list(WebhookDelivery.Status.values)),
-                               PAGE_SIZE_PARAM])
+                               PAGE_SIZE_PARAM, FIELDS_PARAM])
     def get(self, request, pk):
         return self.list(request)
