@@ -28,6 +28,7 @@ from tlsaudit.audits.models import Audit
 from tlsaudit.demo import perfdata
 from tlsaudit.loadtests import presenters as run_tables
 from tlsaudit.loadtests.models import PerfRun
+from tlsaudit.loadtests.services import summarise
 from tlsaudit.orgs.models import Organization
 from tlsaudit.probes import presenters as probe_tables
 from tlsaudit.probes.models import Probe
@@ -55,7 +56,7 @@ SIGNED_OVERHEAD = -12.5
 OUTSIDE_TEXT = {"server_software", "server_hostname", "document_path", "tls_server_name", "cipher", "protocol",
                 "suite", "requested_suite", "family", "url", "final_url", "type", "error"}
 # Signed results (negative when HTTPS is faster, or TLS 1.3 slower).
-SIGNED = {"time_taken_overhead_pct", "requests_per_second_overhead_pct", "tls13_faster_pct", "resumed_faster_pct"}
+SIGNED = {"time_taken_overhead_pct", "requests_per_second_overhead_pct", "pct", "low_pct", "high_pct"}
 
 
 def is_plain_number(cell: str) -> bool:
@@ -116,8 +117,12 @@ def hostile_world(org_a, site_a, alice):
     for kind in ("load", "sweep", "handshakes"):
         fields = perfdata.perf_run_fields(random.Random(7), kind, site_a.hostname, {"http": 80, "https": 443},
                                           "192.0.2.10", T0)
-        fields.update(results=evil.poison(fields["results"]), summary=evil.poison(fields["summary"]))
-        runs[kind] = PerfRun.objects.create(site=site_a, organization=org_a, error_message=evil(), **fields)
+        fields.update(results=evil.poison(fields["results"]))
+        run = PerfRun.objects.create(site=site_a, organization=org_a, error_message=evil(), **fields)
+        # The summary as the task stores it now (a stale one is re-derived on read), with its signed figures set.
+        run.summary = evil.poison(summarise(run))
+        run.save(update_fields=["summary"])
+        runs[kind] = run
     fields = perfdata.probe_fields(random.Random(7), site_a.hostname, "192.0.2.10", T0)
     fields.update(result=evil.poison(fields["result"]))
     probe = Probe.objects.create(site=site_a, organization=org_a, error_message=evil(), **fields)
