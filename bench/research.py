@@ -302,7 +302,9 @@ def manage(*args: str, timeout_s: float) -> dict:
 
 
 def run_ab(url: str, n: int, c: int, keepalive: bool, time_limit_s: int) -> dict:
-    command = ["ab", "-q", "-t", str(time_limit_s), "-n", str(n), "-c", str(c), *(["-k"] if keepalive else []), url]
+    # -r: a receive error counts as a failed request (shown) instead of ending ab's run
+    command = ["ab", "-q", "-r", "-t", str(time_limit_s), "-n", str(n), "-c", str(c), *(["-k"] if keepalive else []),
+               url]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, timeout=time_limit_s + 300)
     wall = time.perf_counter() - started
@@ -362,7 +364,9 @@ def sweep(network: dict, mode: str, levels: tuple[int, ...], requests, repeats: 
     for item in items:
         print(f"  {network['name']} {mode} c={item['level']} {item['tool']}: time overhead "
               f"{stats.change_text(item['row']['time_taken_overhead'])}; load {item['load']}", flush=True)
-    return {"items": items, "averages": {tool: summaries[tool]["average"] for tool in runs}, "ab_runs": runs["ab"]}
+    failed = {tool: sum(r["report"]["failed_requests"] for r in tool_runs) for tool, tool_runs in runs.items()}
+    return {"items": items, "averages": {tool: summaries[tool]["average"] for tool in runs}, "ab_runs": runs["ab"],
+            "failed": failed}
 
 
 def warn_failures(tool: str, runs: list[dict], urls: dict[str, str]) -> None:
@@ -563,6 +567,7 @@ def run_sweeps(recorder: Recorder, lab, link, rtt_ms: float | None, design: dict
                      f"[95 % interval]; overhead signed: time (HTTPS − HTTP) / HTTP and req/s (HTTP − HTTPS) / HTTP, "
                      f"negative = HTTPS faster; times and rates end to end, set-up included"
                      + ("" if wan else f"; every run stopped after {LAN_TIME_LIMIT_S} s") +
+                     f"; failed requests: ours {result['failed']['ours']}, ab {result['failed']['ab']}"
                      f"; load {load_before} → {load_now()})")
             tables.append(sweep_table(title, result["items"], result["averages"], network["rtt_ms"]))
             if wan and mode == "new":
@@ -609,7 +614,8 @@ def main() -> int:
                 f"AES-128-GCM both versions, RSA-2048, no resumption; {args.repeats} rounds after a discarded "
                 f"warm-up, versions alternated, paired by round; median [95 % interval]; negative = TLS 1.3 faster; "
                 "ours times the handshake alone, h2load sends one request per connection (so its hs/s holds one "
-                f"more RTT per connection); load {load_before} → {load_now()})", levels, rtt_ms))
+                "more RTT per connection); h2load's TLS 1.2 runs go to a TLS 1.2-only twin of the server (it cannot "
+                f"pin the version); load {load_before} → {load_now()})", levels, rtt_ms))
     for table in tables:
         print("\n" + table, flush=True)
         recorder.note(table)
