@@ -13,8 +13,8 @@ CLI beside ab and h2load on the same links, every comparison with our statistics
    - ab: `ab -q -t T -n N -c C URL`, the same design done here: a discarded warm-up pair, R rounds with
      the order alternating, summarised by the same domain functions (tlsaudit.domain.abstats).
    The tools' order alternates by level. N per level keeps every run near or above the 1 s / 100
-   request floor: at 50 ms N = max(100, 20 C) (quick: 10 C), a run then lasts 20 (10) round trips per
-   connection; on loopback HTTP does 20-40k requests/s and HTTPS 1k, so N = 50,000 with every run
+   request floor: at 50 ms N = max(100, 20 C) (quick: 10 C; keep-alive 40 C), so a connection makes 20
+   (10, 40) requests in turn; on loopback HTTP does 20-40k requests/s and HTTPS 1k, so N = 50,000 with every run
    stopped after T = 2 s (`-t`, both tools): the overhead compares time per completed request.
 2. The handshakes (the agents studies): TLS 1.2 vs 1.3 full handshakes with 10/25/50 agents at 50 ms RTT:
    `manage.py handshakes localhost:PORT --ip HOST --versions 1.2,1.3 --suites <AES-128-GCM of each>
@@ -62,8 +62,11 @@ PATH = "/health"
 SCHEMES = ("http", "https")
 VERSIONS = ("1.2", "1.3")
 SUITES = {"1.2": "ECDHE-RSA-AES128-GCM-SHA256", "1.3": "TLS_AES_128_GCM_SHA256"}   # the same cipher, both versions
+# per_level: requests per connection at 50 ms, n = max(100, per_level x c). A new connection per request
+# costs 2 RTT over HTTP (3-4 over HTTPS), a keep-alive request 1: 20 (quick 10) and 40 make an HTTP run
+# last 2 s (quick 1 s, the floor: it cannot run faster than its round trips).
 FULL = {"levels": (1, 20, 40, 60, 80, 100), "lan_levels": (1, 20, 40, 60, 80, 100), "keepalive": True,
-        "per_level": 20, "agents": (10, 25, 50), "per_agent": 20}
+        "per_level": 20, "keepalive_per_level": 40, "agents": (10, 25, 50), "per_agent": 20}
 QUICK = {"levels": (20, 100), "lan_levels": (20,), "keepalive": False, "per_level": 10, "agents": (10, 50),
          "per_agent": 10}
 LAN_REQUESTS, LAN_TIME_LIMIT_S = 50_000, 2      # loopback: every run stops after 2 s (ab -t takes whole seconds)
@@ -195,19 +198,21 @@ def estimate_text(estimate: dict, digits: int) -> str:
         return "–"
     if estimate["low"] is None:
         return number(estimate["median"], digits)
-    return f"{number(estimate['median'], digits)} [{number(estimate['low'], digits)}, {number(estimate['high'], digits)}]"
+    low, high = number(estimate["low"], digits), number(estimate["high"], digits)
+    return f"{number(estimate['median'], digits)} [{low}, {high}]"
 
 
 def cell_text(cell: dict, key: str, digits: int) -> str:
     return "too short" if cell.get("too_short") else estimate_text(cell[key], digits)
 
 
-def with_rtt(ms: float | None, rtt_ms: float | None) -> str:
-    """"101 ms (2.0 RTT)", "0.62 ms": the RTT multiple only when the RTT is large enough to mean anything."""
+def with_rtt(ms: float | None, rtt_ms: float | None, whole_ms: bool = False) -> str:
+    """"101 ms (2.0 RTT)", "0.62 ms": the RTT multiple only when the RTT is large enough to mean anything;
+    `whole_ms` for ab's figures, which it prints in whole milliseconds."""
     if ms is None:
         return "–"
     multiple = round_trips(ms, rtt_ms)
-    digits = 2 if abs(ms) < 10 else 1 if abs(ms) < 100 else 0
+    digits = 0 if whole_ms or abs(ms) >= 100 else 2 if abs(ms) < 10 else 1
     return f"{number(ms, digits)} ms" + ("" if multiple is None else f" ({multiple:.1f} RTT)")
 
 
@@ -229,7 +234,7 @@ def sweep_rows(levels: list[dict], rtt_ms: float | None) -> list[tuple[str, ...]
         rows.append((str(item["level"]), f"{item['n']:,}", item["tool"], cell_text(row["http"], "time_s", 2),
                      cell_text(row["https"], "time_s", 2), cell_text(row["http"], "requests_per_second", 0),
                      cell_text(row["https"], "requests_per_second", 0),
-                     f"{with_rtt(http_p50, rtt_ms)} → {with_rtt(https_p50, rtt_ms)}",
+                     " → ".join(with_rtt(p50, rtt_ms, whole_ms=item["tool"] == "ab") for p50 in (http_p50, https_p50)),
                      stats.change_text(row["time_taken_overhead"]),
                      stats.change_text(row["requests_per_second_overhead"])))
     return rows
@@ -557,12 +562,14 @@ def run_sweeps(recorder: Recorder, lab, link, rtt_ms: float | None, design: dict
         modes = ("new", "keepalive") if wan and design["keepalive"] else ("new",)
         for mode in modes:
             levels = design["levels"] if wan else design["lan_levels"]
-            requests = (lambda c: max(100, design["per_level"] * c)) if wan else (lambda c: LAN_REQUESTS)
+            per_level = design["keepalive_per_level" if mode == "keepalive" else "per_level"]
+            requests = (lambda c: max(100, per_level * c)) if wan else (lambda c: LAN_REQUESTS)
             load_before = load_now()
             result = sweep(network, mode, levels, requests, repeats)
             record_sweep(recorder, network, mode, result, repeats)
-            title = (f"**Sweep, {network['name']}, {'keep-alive' if mode == 'keepalive' else 'a new connection per request'}"
-                     f"** (measured RTT {network['measured_rtt_ms']} ms; HTTPS = TLS 1.3, every handshake full; "
+            connections = "keep-alive" if mode == "keepalive" else "a new connection per request"
+            title = (f"**Sweep, {network['name']}, {connections}"
+                     f"** (measured RTT {network['measured_rtt_ms']:.3g} ms; HTTPS = TLS 1.3, every handshake full; "
                      f"{repeats} repeats per cell after a discarded warm-up, HTTP/HTTPS alternated; median "
                      f"[95 % interval]; overhead signed: time (HTTPS − HTTP) / HTTP and req/s (HTTP − HTTPS) / HTTP, "
                      f"negative = HTTPS faster; times and rates end to end, set-up included"
@@ -578,7 +585,8 @@ def run_sweeps(recorder: Recorder, lab, link, rtt_ms: float | None, design: dict
 def phases_table(ab_runs: list[dict], rtt_ms: float | None) -> str:
     """ab's Connection Times medians at 50 ms, in RTTs: where the Nagle stall shows (HTTPS Waiting 2 RTT)."""
     phases = ab_phase_medians(ab_runs)
-    rows = [(str(level), scheme.upper(), *(with_rtt(cell[p], rtt_ms) for p in ("connect", "waiting", "total")))
+    rows = [(str(level), scheme.upper(),
+             *(with_rtt(cell[p], rtt_ms, whole_ms=True) for p in ("connect", "waiting", "total")))
             for (level, scheme), cell in phases.items()]
     protocol = next((f"{r['protocol']} {r['cipher']}" for r in ab_runs if r["protocol"]), "")
     return "\n".join([f"**ab's Connection Times at {rtt_ms:.1f} ms RTT** (per level, the median over the repeats of "
@@ -610,7 +618,7 @@ def main() -> int:
             levels = handshakes(lab, link, design["agents"], design["per_agent"], args.repeats)
             record_handshakes(recorder, levels, rtt_ms)
             tables.append(handshake_table(
-                f"**TLS 1.2 vs 1.3 full handshakes at {rtt_ms} ms RTT** ({design['per_agent']} per agent, "
+                f"**TLS 1.2 vs 1.3 full handshakes at {rtt_ms:.1f} ms RTT** ({design['per_agent']} per agent, "
                 f"AES-128-GCM both versions, RSA-2048, no resumption; {args.repeats} rounds after a discarded "
                 f"warm-up, versions alternated, paired by round; median [95 % interval]; negative = TLS 1.3 faster; "
                 "ours times the handshake alone, h2load sends one request per connection (so its hs/s holds one "
@@ -628,9 +636,11 @@ def main() -> int:
 
 def design_note(args: argparse.Namespace, design: dict) -> str:
     mode = "quick (a reduced design)" if args.quick else "full"
+    keepalive = (f"; keep-alive too at {args.rtt:g} ms (n = max(100, {design['keepalive_per_level']} c))"
+                 if design["keepalive"] else "")
     return (f"Design ({mode}): sweep levels {', '.join(map(str, design['levels']))} at {args.rtt:g} ms "
             f"(n = max(100, {design['per_level']} c)), {', '.join(map(str, design['lan_levels']))} on loopback "
-            f"(n = {LAN_REQUESTS:,}, -t {LAN_TIME_LIMIT_S}){'; keep-alive too at ' + f'{args.rtt:g} ms' if design['keepalive'] else ''}; "
+            f"(n = {LAN_REQUESTS:,}, -t {LAN_TIME_LIMIT_S}){keepalive}; "
             f"handshakes with {', '.join(map(str, design['agents']))} agents x {design['per_agent']}; {args.repeats} "
             "repeats. Closed-loop clients (ab, h2load and ours wait for each answer), nothing pinned, nginx one "
             "worker; ours runs its default processes (one per core, at most one per 8 connections), ab one. "
