@@ -13,7 +13,7 @@
 3. Default run durations: `overhead` with the dashboard's sweep defaults (levels 1,20,40, new
    connections, n=500 per run, 5 s per run at most, 3 repeats, warm-up) and `handshakes` with its
    defaults (10 agents x 20, 3 repeats, warm-up, two suites), against the nginx lab on loopback and
-   behind a 50 ms round trip (tests/loadtests/slow_link.py, 25 ms each way), wall time of the command.
+   behind a 50 ms round trip (the latency lab, tests/support/wan.py), wall time of the command.
 
 The lab is `tests/support/tls_servers.py` (fixture `load_no_resumption`: every handshake full).
 """
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.contract import Recorder, add_arguments  # noqa: E402
-from tests.loadtests.slow_link import SlowLink  # noqa: E402
 from tests.support.tls_servers import require_nginx, start_lab  # noqa: E402
+from tests.support.wan import start_wan  # noqa: E402
 
 BENCH = {"title": "Honest rates and statistics", "order": 45, "quick_timeout_s": 600, "full_timeout_s": 1800}
 FIXTURE = "load_no_resumption"
@@ -109,11 +109,11 @@ def measure_bootstrap(recorder: Recorder) -> None:
 
 
 def measure_durations(lab, recorder: Recorder) -> None:
-    with SlowLink(lab.http_port(FIXTURE), 0.025) as http_link, SlowLink(lab.port(FIXTURE), 0.025) as https_link:
-        networks = {"loopback": (lab.http_port(FIXTURE), lab.port(FIXTURE)),
-                    "50 ms RTT": (http_link.port, https_link.port)}
-        for network, (http_port, https_port) in networks.items():
-            wall, report = manage("overhead", "localhost", "--ip", "127.0.0.1", "--http-port", str(http_port),
+    http_port, https_port = lab.http_port(FIXTURE), lab.port(FIXTURE)
+    with start_wan(50) as link:
+        networks = {"loopback": "127.0.0.1", "50 ms RTT": link.host}
+        for network, ip in networks.items():
+            wall, report = manage("overhead", "localhost", "--ip", ip, "--http-port", str(http_port),
                                   "--https-port", str(https_port), "--path", "/health", "--levels", "1,20,40",
                                   "-n", "500")
             short = sum(1 for row in report["levels"] for s in ("http", "https") if row[s]["too_short"])
@@ -121,7 +121,7 @@ def measure_durations(lab, recorder: Recorder) -> None:
                                  for row in report["levels"])
             recorder.figure(f"default sweep duration, {network}", wall, "s",
                             note=f"levels 1,20,40, n=500, -t 5, 3 repeats; {short} of 6 cells too short; {verdicts}")
-            wall, report = manage("handshakes", f"localhost:{https_port}", "--ip", "127.0.0.1", "--suites", SUITES)
+            wall, report = manage("handshakes", f"localhost:{https_port}", "--ip", ip, "--suites", SUITES)
             rows = report["tls13_vs_tls12"]
             recorder.figure(f"default handshake run duration, {network}", wall, "s",
                             note="10 agents x 20, 3 repeats, 2 suites; TLS 1.3 vs 1.2: " + ", ".join(

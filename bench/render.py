@@ -95,8 +95,14 @@ def notes_section(scripts: list[dict]) -> list[str]:
     for s in scripts:
         notes = (s.get("report") or {}).get("notes") or []
         if notes:
-            lines += ["", f"**{s['report']['title']}**", ""] + [f"- {n}" for n in notes]
+            lines += ["", f"**{s['report']['title']}**", ""] + [list_item(n) for n in notes]
     return lines
+
+
+def list_item(note: str) -> str:
+    """A note as a list item; the lines of a multi-line note (a markdown table) indented into the item."""
+    first, *rest = note.split("\n")
+    return "\n".join([f"- {first}", *(f"  {line}" if line.strip() else "" for line in rest)])
 
 
 def render_run(run: dict) -> list[str]:

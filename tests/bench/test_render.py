@@ -87,3 +87,9 @@ def test_pipes_in_names_and_notes_do_not_break_the_table():
 def test_notes_are_listed_per_benchmark():
     text = render(run(scripts=[script(figures=[{"name": "x", "value": 1}], notes=["fleet of 100"])]))
     assert "**Audit throughput**\n\n- fleet of 100" in text
+
+
+def test_a_note_holding_a_table_stays_inside_its_list_item():
+    table = "**Sweep**\n\n| c | overhead |\n|---|---|\n| 20 | +50 % |"
+    text = render(run(scripts=[script(figures=[{"name": "x", "value": 1}], notes=[table, "after"])]))
+    assert "- **Sweep**\n\n  | c | overhead |\n  |---|---|\n  | 20 | +50 % |\n- after" in text

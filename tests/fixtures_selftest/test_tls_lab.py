@@ -221,7 +221,8 @@ def test_plain_http_port_redirects_to_https_and_has_a_health_page(tls_lab):
 
 
 @pytest.mark.parametrize("name, resumes, logged", [("load_session_cache", True, "r"),
-                                                   ("load_no_resumption", False, ".")])
+                                                   ("load_no_resumption", False, "."),
+                                                   ("load_tls12_no_resumption", False, ".")])
 def test_load_pair_resumes_sessions_only_with_the_cache(tls_lab, name, resumes, logged):
     # Other tests hit the same server: wait for the row this probe adds, not any row.
     before = len(wait_for_log_rows(tls_lab, name, 0))

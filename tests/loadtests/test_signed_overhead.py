@@ -1,10 +1,13 @@
 """A sweep whose HTTPS side is faster shows a negative overhead everywhere: the page, its chart data
 (json_script), the CSV, the API, the CLI (--json and text) and the PDF report.
 
-HTTP goes through a slow link (tests/loadtests/slow_link.py: 100 ms each way), HTTPS straight to the
-nginx lab on loopback, so HTTPS answers ~10x faster: far more than the noise of a busy shared machine
-between 3 repeats, so the intervals stay below 0. Before this change the product printed such a run as
-"+99.7 % time overhead", bars going up, and averaged unsigned values."""
+HTTP is served from behind the latency lab: an nginx on 127.0.0.1 proxies every request to the lab's HTTP
+port through a 100 ms RTT link (tests/support/wan.py), a new upstream connection each (TCP + request: 2 RTT,
+~200 ms); HTTPS goes straight to the nginx lab on loopback, so HTTPS answers ~10x faster: far more than the
+noise of a busy shared machine between 3 repeats, so the intervals stay below 0. (One address serves both
+sides of a sweep, so the link cannot sit in front of the client for HTTP only: the origin sits behind it,
+as a slow origin behind a proxy.) Before this change the product printed such a run as "+99.7 % time
+overhead", bars going up, and averaged unsigned values."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +25,7 @@ from django.urls import reverse
 
 from tests.api.conftest import client_with, make_key
 from tests.loadtests.conftest import verify, wait_finished
-from tests.loadtests.slow_link import SlowLink
+from tests.support.tls_servers import free_ports, launch_nginx, nginx_conf, wait_for_ports
 from tlsaudit.api import keys
 from tlsaudit.loadtests import services
 from tlsaudit.sites.models import Site
@@ -30,15 +34,42 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 LAB, PATH = "load_no_resumption", "/health"
 MANAGE_PY = Path(__file__).resolve().parents[2] / "manage.py"
 # 2,500 new connections at c=10: HTTPS on loopback needs 2-4 s here (>= 1 s, so not "too short"); HTTP
-# over the slow link ~45 requests/s, stopped by each run's 5 s limit after ~220 (>= 100 requests).
+# behind the link ~45 requests/s, stopped by each run's 5 s limit after ~220 (>= 100 requests).
 SWEEP = {"levels": "10", "requests": 2500, "modes": ["new"], "path": PATH}
-DELAY_S = 0.1
+RTT_MS = 100
+
+
+@dataclass
+class SlowOrigin:
+    port: int          # plain HTTP on 127.0.0.1, every request answered from the far side of the link
 
 
 @pytest.fixture
-def slow_http(tls_lab):
-    with SlowLink(tls_lab.http_port(LAB), delay_s=DELAY_S) as link:
-        yield link
+def slow_http(tls_lab, wan, tmp_path_factory):
+    """An nginx on 127.0.0.1 whose every request is proxied over a new connection through a 100 ms link
+    to the lab's HTTP port (nginx speaks HTTP/1.0 upstream, without keep-alive, by default)."""
+    link = wan(RTT_MS)
+    run_dir = tmp_path_factory.mktemp("slow-origin")
+    run_dir.chmod(0o755)
+    [port] = free_ports(1)
+    block = f"""
+    server {{
+        listen 127.0.0.1:{port};
+        access_log off;
+        location / {{
+            proxy_pass http://{link.host}:{tls_lab.http_port(LAB)};
+        }}
+    }}
+"""
+    conf = run_dir / "nginx.conf"
+    conf.write_text(nginx_conf(run_dir, [block], workers=1))
+    process = launch_nginx(run_dir, conf)
+    try:
+        wait_for_ports(process, [port], run_dir / "error.log", timeout=10)
+        yield SlowOrigin(port)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
 
 
 @pytest.fixture
@@ -128,7 +159,7 @@ def test_https_faster_is_a_negative_overhead_on_the_page_chart_csv_api_and_pdf(l
 
 
 def test_https_faster_is_a_negative_overhead_in_the_cli_json_and_text(tls_lab, slow_http):
-    # c=20 and 2 s per run: HTTP over the slow link completes ~200 requests, HTTPS on loopback ~1,000+
+    # c=20 and 2 s per run: HTTP behind the link completes ~200 requests, HTTPS on loopback ~1,000+
     args = ["overhead", "localhost", "--ip", "127.0.0.1", "--http-port", str(slow_http.port),
             "--https-port", str(tls_lab.port(LAB)), "--path", PATH, "--levels", "20", "-n", "2500", "-t", "2"]
     env = {**os.environ, "TLSAUDIT_DEV": "1", "TLSAUDIT_ALLOW_PRIVATE_TARGETS": "1",

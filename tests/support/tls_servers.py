@@ -171,6 +171,11 @@ FIXTURES: dict[str, ServerSpec] = dict(
         entry("load_no_resumption", grade="A", grade_ignoring_trust="A", score=(100, 90, 90, 93), role="load",
               extra=("ssl_session_cache off;", "ssl_session_tickets off;"),
               why="load tests: row 2a with session cache and tickets off (every handshake is full)"),
+        entry("load_tls12_no_resumption", grade="A-", grade_ignoring_trust="A-", score=(100, 90, 90, 93), role="load",
+              protocols=("TLSv1.2",), warnings=("tls 1.3",),
+              extra=("ssl_session_cache off;", "ssl_session_tickets off;"),
+              why="load tests: TLS 1.2 only, session cache and tickets off: full TLS 1.2 handshakes for a client "
+                  "that cannot pin the version (h2load 1.52) and resumes whatever the server allows"),
     ]
 )
 
