@@ -298,6 +298,12 @@ SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
+# One audit's overall deadline (engine, task and `manage.py audit`): every socket of the audit obeys it,
+# so a dead, trickling or stalling server ends the audit by then, with the reason. A full audit of a
+# server 150 ms away takes ~35 s (bench/audit_budget.py). It must come before the task's soft limit.
+AUDIT_DEADLINE_SECONDS = env_int("AUDIT_DEADLINE_SECONDS", 50, minimum=10)
+if AUDIT_DEADLINE_SECONDS >= AUDIT_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("AUDIT_DEADLINE_SECONDS must be less than AUDIT_SOFT_TIME_LIMIT.")
 
 # Load tests (issue #4): defaults of a new organization's caps (editable per org in the admin).
 LOAD_MAX_CONCURRENCY = env_int("LOAD_MAX_CONCURRENCY", 100, minimum=1)
