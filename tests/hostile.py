@@ -427,6 +427,7 @@ def slow_subresource(pki, interval_s: float = 1.0):
             return
         tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
                     b"Connection: close\r\n\r\n%s" % (len(SLOW_SUBRESOURCE_PAGE), SLOW_SUBRESOURCE_PAGE))
+        tls.close()  # as "Connection: close" says
 
     with serve_tls(context, respond) as port:
         yield port

@@ -100,6 +100,10 @@ def check_spec(spec: HandshakeSpec) -> None:
         openssl_name(spec.suite)
     if spec.agents < 1 or spec.per_agent < 1:
         raise HandshakeError("agents and per_agent must be at least 1")
+    if spec.stall_s is not None and not spec.stall_s > spec.timeout_s:
+        raise HandshakeError("stall_s must be longer than timeout_s (one timed-out handshake must not end a run)")
+    if spec.time_limit_s is not None and spec.time_limit_s <= 0:
+        raise HandshakeError("time_limit_s must be positive")
 
 
 # --- one context, one connection -----------------------------------------------------------------
@@ -268,10 +272,11 @@ def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_prog
     with quiet_gc():  # as the load engine: no GC passes over the caller's heap mid-run
         loop.run(is_cancelled)
     wall_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
-    return collect(spec, agents, wall_s, stop.is_set(), method)
+    return collect(spec, agents, wall_s, stop.is_set(), method, stalled=loop.stalled)
 
 
-def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: bool, method: str) -> dict:
+def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: bool, method: str,
+            stalled: bool = False) -> dict:
     tls_h, tcp_h = new_histogram(), new_histogram()
     failures, flagged, suites = Counter(), Counter(), Counter()
     for a in agents:
@@ -292,7 +297,7 @@ def collect(spec: HandshakeSpec, agents: list[Agent], wall_s: float, cancelled: 
         "agents": spec.agents, "per_agent": spec.per_agent,
         "failures": dict(failures), "flagged": dict(flagged),
         "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
-        "wall_s": round(wall_s, 6), "cancelled": cancelled, "method": method,
+        "wall_s": round(wall_s, 6), "cancelled": cancelled, "stalled": stalled, "method": method,
     }
     return summarise(result)
 
@@ -352,6 +357,7 @@ def merge_handshake_results(results: list[dict], *, sequential: bool = False) ->
         "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
         "wall_s": round((sum if sequential else max)(r["wall_s"] for r in results), 6),
         "cancelled": any(r["cancelled"] for r in results),
+        "stalled": any(r.get("stalled") for r in results),
         "merged_from": len(results),
     }
     return summarise(merged)
@@ -390,15 +396,18 @@ def _child_main() -> None:
 
 # --- the matrix ------------------------------------------------------------------------------------
 
-def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0) -> dict:
+def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0,
+                time_limit_s: float | None = None) -> dict:
     """One quick handshake: the result says whether the server negotiated exactly this version and suite."""
     return run_handshakes(HandshakeSpec(host=host, port=port, ip=ip, version=version, suite=suite,
-                                        agents=1, per_agent=1, timeout_s=timeout_s))
+                                        agents=1, per_agent=1, timeout_s=timeout_s, time_limit_s=time_limit_s))
 
 
-def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> tuple[dict[str, list[str]], dict]:
+def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0,
+                  deadline: float | None = None) -> tuple[dict[str, list[str]], dict]:
     """Suites per version, and why a version has none: the given suites (by their version), else TLS 1.3's
-    three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each)."""
+    three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each, each
+    within what is left until `deadline`, a time.monotonic() instant)."""
     if suites:
         chosen = {v: [iana_name(s) for s in suites if suite_version(iana_name(s)) == v] for v in versions}
         for s in chosen.get("1.2", []):
@@ -409,7 +418,8 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> t
         if v == "1.3":
             plan[v] = list(TLS13_STANDARD_SUITES)
             continue
-        probes = {s: probe_suite(host, port, ip, v, s, timeout_s) for s in TLS12_MATRIX_CANDIDATES}
+        probes = {s: probe_suite(host, port, ip, v, s, timeout_s, time_left(deadline))
+                  for s in TLS12_MATRIX_CANDIDATES}
         plan[v] = [s for s, r in probes.items() if r["count"] == 1]
         if not plan[v]:
             seen = Counter()
@@ -421,10 +431,16 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0) -> t
     return plan, why_none
 
 
+def time_left(deadline: float | None) -> float | None:
+    """Seconds until `deadline` (a time.monotonic() instant), at least a moment; None without one."""
+    return None if deadline is None else max(0.001, deadline - time.monotonic())
+
+
 def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "1.3"), suites=None,
                      agents_levels=(10, 25, 50), per_agent: int = 10, resume: bool = False,
                      timeout_s: float = 10.0, cancel: Cancel = None, on_progress=None,
-                     batch: int = MATRIX_BATCH) -> list[dict]:
+                     batch: int = MATRIX_BATCH, deadline_s: float | None = None,
+                     stall_s: float | None = None) -> list[dict]:
     """Every (version, suite, agents) cell, plus full-vs-resumed cells per version when `resume`.
 
     1. Suites: given, or TLS 1.3's three standard ones and the TLS 1.2 ECDHE AEAD suites the server
@@ -433,13 +449,16 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
        drift on the machine hits every cell alike; the rounds of a cell are merged exactly.
     3. With `resume`, each version gets a resumed cell (first suite, first agents level) next to its
        full cell; a server that does not resume says so (`resumption: "unsupported"`, count 0).
+    4. The whole matrix ends within `deadline_s` (rounds in flight abandoned) and once a round saw no
+       handshake complete for `stall_s`; the cells then say `cancelled`, and `stalled` for the latter.
     Total handshakes = sum over cells of agents x per_agent (+1 priming handshake per agent and round
     for resumed cells).
     """
     for v in versions:
         if v not in VERSIONS:
             raise HandshakeError(f"TLS version must be one of {', '.join(VERSIONS)}, got {v!r}")
-    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0))
+    deadline = time.monotonic() + deadline_s if deadline_s else None
+    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0), deadline)
     specs, skipped = [], []
     for v in versions:
         if not plan.get(v):
@@ -447,12 +466,12 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
             continue
         for s in plan[v]:
             specs += [HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=s, agents=a, per_agent=per_agent,
-                                    timeout_s=timeout_s) for a in agents_levels]
+                                    timeout_s=timeout_s, stall_s=stall_s) for a in agents_levels]
         if resume:
             specs.append(HandshakeSpec(host=host, port=port, ip=ip, version=v, suite=plan[v][0],
                                        agents=agents_levels[0], per_agent=per_agent, resume=True,
-                                       timeout_s=timeout_s))
-    return run_interleaved(specs, batch, cancel, on_progress) + skipped
+                                       timeout_s=timeout_s, stall_s=stall_s))
+    return run_interleaved(specs, batch, cancel, on_progress, deadline) + skipped
 
 
 def skipped_cell(host, port, ip, version, why) -> dict:
@@ -460,17 +479,26 @@ def skipped_cell(host, port, ip, version, why) -> dict:
             "mode": "full", "skipped": why, "count": 0, "failures": {}, "flagged": {}}
 
 
-def run_interleaved(specs: list[HandshakeSpec], batch: int, cancel: Cancel, on_progress) -> list[dict]:
+def run_interleaved(specs: list[HandshakeSpec], batch: int, cancel: Cancel, on_progress,
+                    deadline: float | None = None) -> list[dict]:
+    """The rounds of every cell in turn, until done, cancelled, past `deadline` (time.monotonic()),
+    or stalled (a round in which no handshake completed for its stall_s ends the matrix)."""
     rounds: list[list[dict]] = [[] for _ in specs]
     remaining = [s.per_agent for s in specs]
     total = sum(s.agents * s.per_agent for s in specs)
     done = 0
-    while any(remaining) and not is_cancelled(cancel):
+    ended = False
+
+    def stopped() -> bool:
+        return ended or is_cancelled(cancel) or (deadline is not None and time.monotonic() >= deadline)
+
+    while any(remaining) and not stopped():
         for i, spec in enumerate(specs):
-            if not remaining[i] or is_cancelled(cancel):
+            if not remaining[i] or stopped():
                 continue
             step = min(batch, remaining[i])
-            result = run_handshakes(replace(spec, per_agent=step), cancel=cancel)
+            result = run_handshakes(replace(spec, per_agent=step, time_limit_s=time_left(deadline)), cancel=cancel)
+            ended = ended or result.get("stalled", False)
             rounds[i].append(result)
             remaining[i] -= step
             if spec.resume and result["resumption"] == "unsupported":
@@ -479,10 +507,11 @@ def run_interleaved(specs: list[HandshakeSpec], batch: int, cancel: Cancel, on_p
             if on_progress is not None:
                 on_progress(done, total)
     cells = []
-    for spec, results in zip(specs, rounds):
+    for spec, results, left in zip(specs, rounds, remaining):
         cell = merge_handshake_results(results, sequential=True) if results else {
             **spec.to_dict(), "count": 0, "failures": {}, "flagged": {}, "cancelled": True}
-        cell["cancelled"] = cell.get("cancelled", False) or is_cancelled(cancel)
+        cell["cancelled"] = cell.get("cancelled", False) or bool(left) or is_cancelled(cancel)
+        cell["stalled"] = cell.get("stalled", False) or (ended and bool(left))
         cells.append(cell)
     return cells
 

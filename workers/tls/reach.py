@@ -87,6 +87,18 @@ def check_tcp(ip: str, port: int, timeout: float) -> Reach:
     return Reach(OK, ip, port, timeout, _since(started))
 
 
+def engine_preflight(ip: str, port: int, host: str, timeout: float, tls: bool = True):
+    """The pre-flight of the load, handshake and probe engines (tasks and CLIs): one TLS handshake (a
+    TCP connect for plain HTTP). None when the engine may go on, else the TargetError to stop with.
+    Anything but a success or a refusal stops it: these engines offer what Python's and Chromium's
+    TLS offer, so a handshake that fails here fails there too, each after its own timeout. A refused
+    port is left to the engine, which fails as fast and says so."""
+    outcome = check_tls(ip, port, host, timeout) if tls else check_tcp(ip, port, timeout)
+    if outcome.outcome in (OK, REFUSED):
+        return None
+    return errors.reach_error(outcome, host)
+
+
 def connect(ip: str, port: int, timeout: float, started: float) -> tuple[socket.socket | None, Reach | None]:
     try:
         return socket.create_connection((ip, port), timeout=timeout), None

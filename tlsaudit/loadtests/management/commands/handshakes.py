@@ -1,13 +1,17 @@
 """python manage.py handshakes HOST[:PORT] [--ip IP] [--versions 1.2,1.3] [--suites S,...]
-                             [--agents 10[,25,50]] [--per-agent 10] [--resume] [--json]
+                             [--agents 10[,25,50]] [--per-agent 10] [--resume] [--deadline S] [--json]
 
 Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
-without a worker or the database. Exit 0 when it ran, 2 on bad arguments or when nothing connected
-(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+without a worker or the database. Exit 0 when it ran, 2 on bad arguments, when the pre-flight
+handshake fails (as for a run from the app), when nothing connected, when no handshake completed for
+LOAD_STALL_SECONDS (`stalled`) or when the matrix was not done by its deadline (`deadline`, default
+CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The target passes the SSRF
+guard like `audit`.
 """
 
 import json
 import sys
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
@@ -16,6 +20,8 @@ from tlsaudit.domain.handshake_stats import compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
 
 EXIT_OK, EXIT_FAILED = 0, 2
+MAX_DEADLINE_S = 3600
+STALL_MARGIN_S = 5.0
 MAX_AGENTS = 200
 MAX_PER_AGENT = 1000
 MAX_HANDSHAKES = 100_000   # per run, all cells together: the CLI is not a flood tool
@@ -38,16 +44,21 @@ class Command(BaseCommand):
         parser.add_argument("--per-agent", default="10", help="handshakes per agent and cell (default %(default)s)")
         parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")
         parser.add_argument("--timeout", default="10", help="seconds per connection (default %(default)s)")
+        parser.add_argument("--deadline", default=str(settings.CLI_DEADLINE_SECONDS),
+                            help="end with an error if the matrix is not done after this many seconds "
+                                 "(default %(default)s)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             plan = parse_arguments(options)
         except ValueError as exc:
             return self.fail("invalid_argument", str(exc))
         from workers.load.handshake import HandshakeError, handshake_matrix  # engines load only for this command
         from workers.tls.errors import TargetError
+        from workers.tls.reach import engine_preflight
         from workers.tls.target import resolve_target
 
         try:
@@ -55,12 +66,22 @@ class Command(BaseCommand):
                                     allow_private=settings.ALLOW_PRIVATE_TARGETS)
         except TargetError as exc:
             return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
+        problem = engine_preflight(target.ip, target.port, target.host, settings.SCAN_NETWORK_TIMEOUT)
+        if problem is not None:
+            return self.fail(problem.code, problem.message, host=target.host, port=target.port, ip=target.ip)
+        stall_s = max(float(settings.LOAD_STALL_SECONDS), plan["timeout"] + STALL_MARGIN_S)
         try:
             cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
                                      suites=plan["suites"], agents_levels=plan["agents"],
-                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"])
+                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
+                                     deadline_s=max(0.001, started + plan["deadline"] - time.monotonic()),
+                                     stall_s=stall_s)
         except HandshakeError as exc:
             return self.fail("invalid_argument", str(exc))
+        ended = ended_early(cells, target, plan["deadline"], stall_s)
+        if ended is not None:
+            return self.fail(*ended, host=target.host, port=target.port, ip=target.ip,
+                             cells=[without_histograms(c) for c in cells])
         if not any(c.get("count") for c in cells):
             return self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
                              ip=target.ip, cells=[without_histograms(c) for c in cells])
@@ -94,6 +115,7 @@ def parse_arguments(options) -> dict:
     agents = [parse_int(a, "--agents", 1, MAX_AGENTS) for a in split_list(options["agents"], "--agents")]
     per_agent = parse_int(options["per_agent"], "--per-agent", 1, MAX_PER_AGENT)
     timeout = parse_int(options["timeout"], "--timeout", 1, 120)
+    deadline = parse_int(options["deadline"], "--deadline", 5, MAX_DEADLINE_S)
     cells = len(versions) * max(1, len(suites) or 6) * len(agents)
     if cells * per_agent * max(agents) > MAX_HANDSHAKES:
         raise ValueError(f"this run could make up to {cells * per_agent * max(agents):,} handshakes; "
@@ -101,7 +123,7 @@ def parse_arguments(options) -> dict:
     return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
             "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
             "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
-            "timeout": float(timeout)}
+            "timeout": float(timeout), "deadline": float(deadline)}
 
 
 def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
@@ -147,6 +169,20 @@ def check_suites(suites: list[str], versions: list[str]) -> None:
             raise ValueError(f"--suites: {exc}") from None
         if version not in versions:
             raise ValueError(f"--suites: {suite} is a TLS {version} suite but --versions does not include {version}")
+
+
+def ended_early(cells: list[dict], target, deadline_s: float, stall_s: float) -> tuple[str, str] | None:
+    """(code, message) when the stall bound or the deadline ended the matrix (cells with rounds left)."""
+    done = sum(c.get("count", 0) for c in cells)
+    if any(c.get("stalled") for c in cells):
+        return "stalled", (f"No TLS handshake with {target.host} ({target.ip}:{target.port}) completed for "
+                           f"{stall_s:g} s, so the run was stopped ({done} timed before): the server stalls "
+                           "handshakes, or sends them a few bytes at a time.")
+    if any(c.get("cancelled") for c in cells):
+        return "deadline", (f"The handshake matrix against {target.host} ({target.ip}:{target.port}) was not done "
+                            f"by its {deadline_s:g} s deadline ({done} handshakes timed): the server answers too "
+                            "slowly, or stalls some handshakes. Give --deadline more seconds for a larger run.")
+    return None
 
 
 def without_histograms(cell: dict) -> dict:

@@ -1,11 +1,14 @@
-"""python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS]
+"""python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS] [--deadline S]
                              [-H 'Name: value']... [--ca-file PEM | --insecure] [--processes P]
                              [-f 1.2|1.3] [-Z CIPHERS] [--json]
 
 `ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
 ab-like report (ab's line labels, then µs lines ab cannot print) or one JSON object. Exit 0 when
-the run happened (whatever the failures), 2 on bad arguments or when nothing could connect
-(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+the run happened (whatever the failures), 2 on bad arguments, when nothing could connect, when the
+pre-flight handshake fails (as for a run from the app), when the server completes no response for
+LOAD_STALL_SECONDS (`stalled`) or when the run is not done by its deadline (`deadline`; default
+CLI_DEADLINE_SECONDS, or -t + 30 s); with --json: {"error": {"code", "message"}, ...} and, for the
+last two, the partial "report". The target passes the SSRF guard like `audit`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,6 +35,8 @@ MAX_TIME_LIMIT_S = 3_600
 MAX_PROCESSES = 16
 AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requests
 DEFAULT_REQUESTS = 100
+DEADLINE_AFTER_TIME_LIMIT_S = 30  # with -t, the default deadline leaves this much for start-up and the end
+STALL_MARGIN_S = 5.0              # the stall bound is at least one request timeout and this
 
 
 class Command(BaseCommand):
@@ -55,23 +62,31 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             spec = parse_loadtest(options)
+            deadline_s = parse_deadline(options, spec.time_limit_s)
         except ValueError as exc:
             return fail(self, "invalid_argument", str(exc))
         spec, error = pin_target(spec)
+        if error is None:
+            error = preflight(spec)
         if error is not None:
             return fail(self, error.code, error.message, host=spec.host, port=spec.port)
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
 
+        asked_limit = spec.time_limit_s
         try:
-            result = run_load(spec).to_dict()
+            result = run_load(within(spec, started + deadline_s)).to_dict()
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
         report = ab_report(result)
         if nothing_connected(report):
             return fail(self, "no_connection", no_connection_message(report), host=spec.host, port=spec.port,
                         ip=spec.ip, errors=report["errors"])
+        ended = ended_early(result, asked_limit, deadline_s)
+        if ended is not None:
+            return fail(self, *ended, host=spec.host, port=spec.port, ip=spec.ip, report=report)
         self.stdout.write(json.dumps(cli_json(spec, report), indent=2) if self.as_json else ab_text(report))
         sys.exit(EXIT_OK)
 
@@ -82,6 +97,9 @@ class Command(BaseCommand):
 
 def add_target_arguments(parser) -> None:
     parser.add_argument("--ip", help="connect to this IP instead of resolving the host")
+    parser.add_argument("--deadline", default=None,
+                        help=f"end with an error if the run is not done after this many seconds (default "
+                             f"{settings.CLI_DEADLINE_SECONDS}; with -t, -t + {DEADLINE_AFTER_TIME_LIMIT_S})")
     parser.add_argument("-k", dest="keepalive", action="store_true",
                         help="keep-alive: reuse HTTP/1.1 connections (default: a new connection per request)")
     parser.add_argument("--timeout", default="30", help="seconds per request, connect included (default 30)")
@@ -222,6 +240,50 @@ def pin_target(spec):
     except TargetError as exc:
         return spec, exc
     return replace(spec, host=target.host, ip=target.ip), None
+
+
+def parse_deadline(options, time_limit_s: float | None = None) -> float:
+    """--deadline in seconds; by default CLI_DEADLINE_SECONDS, or long enough for -t to run out first."""
+    if options.get("deadline"):
+        return parse_seconds(options["deadline"], "--deadline", MAX_TIME_LIMIT_S + DEADLINE_AFTER_TIME_LIMIT_S)
+    if time_limit_s:
+        return time_limit_s + DEADLINE_AFTER_TIME_LIMIT_S
+    return float(settings.CLI_DEADLINE_SECONDS)
+
+
+def preflight(spec):
+    """The app's pre-flight (one TLS handshake, or a TCP connect for http://): a TargetError, or None."""
+    from workers.tls.reach import engine_preflight
+
+    return engine_preflight(spec.ip, spec.port, spec.host, settings.SCAN_NETWORK_TIMEOUT, tls=spec.scheme == "https")
+
+
+def stall_after(timeout_s: float) -> float:
+    return max(float(settings.LOAD_STALL_SECONDS), timeout_s + STALL_MARGIN_S)
+
+
+def within(spec, deadline: float):
+    """`spec` bounded by the deadline (a time.monotonic() instant) and by the stall bound."""
+    left = max(0.001, deadline - time.monotonic())
+    limit = min(spec.time_limit_s, left) if spec.time_limit_s else left
+    return replace(spec, time_limit_s=limit, stall_s=stall_after(spec.timeout_s))
+
+
+def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> tuple[str, str] | None:
+    """(code, message) when the run was ended by the stall bound or the deadline, not by n or -t."""
+    spec, counters = result["spec"], result["counters"]
+    where = f"{spec['scheme']}://{spec['host']}:{spec['port']}{spec['path']}"
+    errors = ", ".join(f"{k} ({v})" for k, v in sorted(result["errors"].items(), key=lambda kv: -kv[1]))
+    if result.get("stalled"):
+        return "stalled", (f"No request to {where} completed for {spec['stall_s']:g} s"
+                           f"{f' ({errors})' if errors else ''}, so the run was stopped: the server stalls, or "
+                           "sends its responses a few bytes at a time.")
+    done = counters["complete"] + counters["failed"] - counters["failed_length"]
+    if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
+        return "deadline", (f"The run against {where} was not done by its {deadline_s:g} s deadline "
+                            f"({done} of {spec['requests']} requests): the server answers too slowly, or stalls "
+                            "some connections. Give --deadline more seconds (or -t) for a longer run.")
+    return None
 
 
 def nothing_connected(report: dict) -> bool:

@@ -1,25 +1,28 @@
 """python manage.py overhead HOST [--ip IP] [--http-port P] [--https-port P] [--path /]
-                             [--levels 1,20,40] [-n N] [-k] [--timeout S] [--processes P] [--json]
+                             [--levels 1,20,40] [-n N] [-k] [--timeout S] [--processes P] [--deadline S] [--json]
 
 What TLS costs a site, the seeds' way: at each concurrency level run n requests over HTTP, then
 over HTTPS (interleaved HTTP L1, HTTPS L1, HTTP L2, ... so machine drift hits both sides), and
 report overhead % = |HTTPS - HTTP| / HTTP x 100 for time taken and requests per second, per level
 and averaged (tlsaudit.domain.abstats.overhead / sweep_summary). No worker, no database.
-Exit 0 when the sweep ran, 2 on bad arguments or when a side could not connect at all.
+Exit 0 when the sweep ran, 2 on bad arguments, when a side could not connect at all or failed its
+pre-flight, or when a run stalled or the sweep was not done by its deadline (as `loadtest`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import replace
 
 from django.core.management.base import BaseCommand
 
 from tlsaudit.domain.abstats import ab_report, sweep_summary
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, add_target_arguments, fail, no_connection_message, nothing_connected,
-    parse_common, parse_int, pin_target)
+    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, add_target_arguments, ended_early, fail, no_connection_message,
+    nothing_connected, parse_common, parse_deadline, parse_int, pin_target, preflight, within)
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500
@@ -43,19 +46,25 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             plan = parse_overhead(options)
+            deadline_s = parse_deadline(options)
         except ValueError as exc:
             return fail(self, "invalid_argument", str(exc))
         https_spec, error = pin_target(plan["specs"][0][1])
+        if error is None:
+            error = preflight(https_spec) or preflight(replace(https_spec, scheme="http", port=plan["http_port"]))
         if error is not None:
             return fail(self, error.code, error.message, host=plan["host"])
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
 
         try:
-            levels = run_sweep(run_load, plan, https_spec.ip)
+            levels = run_sweep(run_load, plan, https_spec.ip, (started + deadline_s, deadline_s))
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
+        except SweepEnded as ended:
+            return fail(self, ended.code, ended.message, host=plan["host"], ip=https_spec.ip)
         for level in levels:
             for side in ("http", "https"):
                 if nothing_connected(level[side]):
@@ -127,18 +136,35 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def run_sweep(run_load, plan: dict, ip: str) -> list[dict]:
-    """HTTP L1, HTTPS L1, HTTP L2, HTTPS L2, ...: interleaved so that drift hits both sides alike."""
-    from dataclasses import replace
+class SweepEnded(Exception):
+    """A run of the sweep stalled, or the sweep reached its deadline: (code, message)."""
 
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def run_sweep(run_load, plan: dict, ip: str, deadline: tuple[float, float] | None = None) -> list[dict]:
+    """HTTP L1, HTTPS L1, HTTP L2, HTTPS L2, ...: interleaved so that drift hits both sides alike.
+    `deadline`: (time.monotonic() instant, its length in s); each run gets what is left of it and the
+    stall bound, and the first run they end stops the sweep (SweepEnded)."""
     levels = []
     for concurrency, https_spec in plan["specs"]:
         https_spec = replace(https_spec, ip=ip)
         http_spec = replace(https_spec, scheme="http", port=plan["http_port"])
-        http = ab_report(run_load(http_spec).to_dict())
-        https = ab_report(run_load(https_spec).to_dict())
+        http, https = (ab_report(run_bounded(run_load, spec, deadline)) for spec in (http_spec, https_spec))
         levels.append({"concurrency": concurrency, "http": http, "https": https})
     return levels
+
+
+def run_bounded(run_load, spec, deadline: tuple[float, float] | None) -> dict:
+    if deadline is None:
+        return run_load(spec).to_dict()
+    result = run_load(within(spec, deadline[0])).to_dict()
+    ended = ended_early(result, None, deadline[1])
+    if ended is not None and not nothing_connected(ab_report(result)):
+        raise SweepEnded(*ended)
+    return result
 
 
 def side_json(report: dict) -> dict:
