@@ -17,7 +17,7 @@ import time
 import pytest
 
 from tests import hostile
-from tests.hostile_targets.conftest import client_sockets_to, settled
+from tests.hostile_targets.conftest import client_sockets_to, settled, sslyze_threads
 from workers.tls.deadline import Deadline, DeadlineExceeded
 
 SLACK_S = 6.0     # the machine is shared and busy: how much later than its bound a run may end
@@ -41,11 +41,6 @@ def ends_within(seconds: float, call):
     if "error" in box:
         raise box["error"]
     return box["value"], time.monotonic() - started
-
-
-def sslyze_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if type(t).__module__.startswith("sslyze")
-            or t.name.startswith("ThreadPoolExecutor")]
 
 
 def assert_nothing_left(port: int) -> None:
