@@ -20,7 +20,7 @@ from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
-from workers.tls.deadline import Deadline, connection_limit
+from workers.tls.deadline import Deadline, one_connection
 from workers.tls.errors import TargetError
 from workers.tls.target import resolve_target
 
@@ -81,8 +81,7 @@ def fetch_certificate(url: str, *, allow_private: bool, timeout: float,
     within one connection's lifetime (and the audit's deadline): the URL is the certificate's, so
     the server at the other end may be anyone's, trickling included."""
     parts = urlsplit(url)
-    limit = deadline.connection() if deadline is not None else Deadline(connection_limit(timeout),
-                                                                         connection_s=connection_limit(timeout))
+    limit = one_connection(timeout, deadline)
     target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private,
                             timeout=max(0.1, min(timeout, limit.remaining())), resolver=resolver)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -27,6 +27,15 @@ def connection_limit(network_timeout: float) -> float:
     return max(MIN_CONNECTION_S, 3 * network_timeout)
 
 
+def one_connection(network_timeout: float, within: "Deadline | None" = None) -> "Deadline":
+    """The limit of one new connection: its lifetime from now, inside `within` (an audit's deadline)
+    when there is one."""
+    if within is not None:
+        return within.connection()
+    limit = connection_limit(network_timeout)
+    return Deadline(limit, connection_s=limit, lifetime=True)
+
+
 class DeadlineExceeded(socket.timeout):
     """A socket operation reached its connection's limit or its deadline (a TimeoutError, so every
     `except socket.timeout` treats it as the timeout it is); the message says which."""

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
 from workers.tls import errors
-from workers.tls.deadline import Deadline, connection_limit
+from workers.tls.deadline import Deadline, one_connection
 
 with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -47,9 +47,7 @@ class Endpoint:
 
     def connection(self) -> Deadline:
         """The limit of one new connection: its lifetime, within the audit's deadline."""
-        if self.deadline is not None:
-            return self.deadline.connection()
-        return Deadline(connection_limit(self.timeout), connection_s=connection_limit(self.timeout))
+        return one_connection(self.timeout, self.deadline)
 
 
 @dataclass(frozen=True)
@@ -303,7 +301,7 @@ def _host_header(endpoint: Endpoint) -> str:
 def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None = None) -> str:
     """Connect, send an HTTP HEAD and look at the first bytes back (see errors.WIRE_*)."""
     try:
-        sock = Endpoint("", ip, port, timeout, deadline).connection().connect(ip, port, timeout)
+        sock = one_connection(timeout, deadline).connect(ip, port, timeout)
     except ConnectionRefusedError:
         return errors.WIRE_REFUSED
     except (socket.timeout, TimeoutError):
