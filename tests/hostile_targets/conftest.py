@@ -74,7 +74,8 @@ def generous_limits(settings):
 @pytest.fixture
 def short_deadlines(settings):
     """The engines' deadlines shortened through their settings (the code path is the same): an audit
-    in 20 s, a run that completes nothing in 10 s (its requests' 5 s timeout + 5 s), a page in 10 s."""
+    in 20 s, a run that completes nothing in 8 s (and at least its requests' timeout + 5 s), a page
+    in 10 s."""
     settings.AUDIT_DEADLINE_SECONDS = 20
     settings.LOAD_STALL_SECONDS = 8
     settings.PROBE_LOAD_TIMEOUT = 10
