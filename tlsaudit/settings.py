@@ -310,8 +310,8 @@ LOAD_MAX_CONCURRENCY = env_int("LOAD_MAX_CONCURRENCY", 100, minimum=1)
 LOAD_MAX_REQUESTS_PER_RUN = env_int("LOAD_MAX_REQUESTS_PER_RUN", 5000, minimum=1)
 LOAD_MAX_DURATION_S = env_int("LOAD_MAX_DURATION_S", 120, minimum=1)
 LOAD_RUNS_PER_DAY = env_int("LOAD_RUNS_PER_DAY", 20, minimum=0)
-# A load or handshake run that completes no request / handshake for this long (a dead, stalling or trickling
-# server) ends with the reason, whatever its size (at least the request timeout + 5 s).
+# A load or handshake run in which every request / handshake times out for this long (a dead, stalling or
+# trickling server) ends with the reason, whatever its size (at least the request timeout + 5 s).
 LOAD_STALL_SECONDS = env_int("LOAD_STALL_SECONDS", 40, minimum=2)
 # The measuring commands (loadtest, overhead, handshakes, probe) end by this many seconds unless --deadline
 # (or loadtest -t) asks for more: run as a new user runs them, against a dead, slow or hostile server, they

@@ -11,6 +11,8 @@ After each run: no client socket is left towards the hostile port, and no thread
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 
@@ -175,6 +177,37 @@ def test_a_load_run_against_a_slowloris_ends_at_its_stall_bound(pki):
     # Then it ends once nothing completed for 3 s, and says so
     assert result.stalled and result.counters.complete == 0 and not result.cancelled
     assert 2 <= result.counters.timeouts <= 8 and elapsed < 3 + SLACK_S
+
+
+@pytest.fixture
+def slow_reset():
+    """Accepts, waits half a second, then resets: every request fails, slowly, but is answered."""
+    def handle(conn, state):
+        state.stop.wait(0.5)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    with hostile.serve(handle) as port:
+        yield port
+
+
+def test_requests_that_fail_with_an_answer_are_not_a_stall(slow_reset):
+    from workers.load.client import run_load
+    from workers.load.handshake import run_handshakes
+    from workers.load.spec import HandshakeSpec, LoadSpec
+
+    # Given a server that resets each connection after 0.5 s: 12 requests one at a time take 6 s
+    load = LoadSpec(scheme="http", host="localhost", port=slow_reset, ip="127.0.0.1", requests=12, concurrency=1,
+                    timeout_s=1, stall_s=2)
+    handshakes = HandshakeSpec(host="localhost", port=slow_reset, ip="127.0.0.1", agents=1, per_agent=12,
+                               timeout_s=1, stall_s=2)
+    # When the stall bound is 2 s
+    result, _ = ends_within(6 + SLACK_S, lambda: run_load(load))
+    shaken, _ = ends_within(6 + SLACK_S, lambda: run_handshakes(handshakes))
+
+    # Then the runs go to their end: a failure the server answered is not a stall
+    assert not result.stalled and result.counters.failed_receive == 12, result.errors
+    assert not shaken["stalled"] and shaken["failures"] == {"connection reset": 12}
 
 
 def test_a_handshake_run_against_a_stalled_server_hello_ends_at_its_stall_bound():

@@ -41,7 +41,7 @@ TRICKLE = ("failed", "timeout", ["sent only", "never finished it", "too slowly"]
 NO_TLS_OTHER = ("failed", "no_tls", ["does not speak TLS", "another protocol"])
 DONE = ("done", "", [])
 PAGE_TIMEOUT = ("failed", "timeout", ["The page did not finish loading within 10 s."])
-LOAD_STALLED = ("failed", "stalled", ["No request to https://localhost:", "completed for 8 s",
+LOAD_STALLED = ("failed", "stalled", ["Every request to https://localhost:", "timed out for 8 s",
                                       "a few bytes at a time"])
 EXPECTED = {
     "tarpit": {"*": TLS_SILENT},

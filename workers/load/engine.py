@@ -217,7 +217,7 @@ class Engine:
         self.stall_ns = int(spec.stall_s * 1e9) if spec.stall_s else 0
         self.first_start_ns = 0
         self.last_event_ns = 0
-        self.last_complete_ns = 0    # the last completed response, or the run's start (see tick)
+        self.last_progress_ns = 0    # the last request that ended other than by a timeout, or the start
         self.document_length: int | None = None
         self.server_software: str | None = None
         self.protocol = ""
@@ -236,7 +236,7 @@ class Engine:
         poll cancel, report progress. Every limit is an absolute instant compared with the clock
         here, and sockets never block: a server that trickles bytes extends none of them."""
         throttle = Throttle()
-        self.last_complete_ns = perf_counter_ns()
+        self.last_progress_ns = perf_counter_ns()
         limit_ns = perf_counter_ns() + int(self.spec.time_limit_s * 1e9) if self.spec.time_limit_s else 0
         try:
             for _ in range(self.spec.concurrency):
@@ -269,7 +269,7 @@ class Engine:
                 connection.fail("failed_exceptions", "timeout")
         if limit_ns and now >= limit_ns and not self.stopping:
             self.stop(now, cancelled=False)
-        if self.stall_ns and now - self.last_complete_ns >= self.stall_ns and not self.stopping:
+        if self.stall_ns and now - self.last_progress_ns >= self.stall_ns and not self.stopping:
             self.stalled = True
             self.stop(now, cancelled=False)
         if self.cancel is not None and throttle.due("cancel", CANCEL_POLL_S) and self.cancel():
@@ -328,7 +328,7 @@ class Engine:
             recorder.check()
         counters = self.counters
         counters.complete += 1
-        self.last_complete_ns = done
+        self.last_progress_ns = done
         counters.total_bytes += connection.received
         body_bytes = connection.body_bytes
         counters.html_bytes += body_bytes
@@ -353,6 +353,8 @@ class Engine:
         self.errors[error] += 1
         self.finished += 1
         self.last_event_ns = perf_counter_ns()
+        if error != "timeout":  # an answer, if a failing one (refused, reset, closed): not a stall
+            self.last_progress_ns = self.last_event_ns
 
     def result(self) -> LoadResult:
         histograms, samples = self.recorder.finish()

@@ -15,7 +15,7 @@ Per connection:
 3. With `http_probe` (and always for a resumed run's priming connection, to receive the TLS 1.3
    tickets) one small request, read to the end; then close.
 A deadline of `timeout_s` applies to each step (as the blocking socket's timeout did), and the run
-has two more: `time_limit_s` (its end) and `stall_s` (no handshake completed for that long: a dead,
+has two more: `time_limit_s` (its end) and `stall_s` (every attempt timed out for that long: a dead,
 stalling or trickling server); past either, the handshakes in flight are abandoned, not counted.
 All are instants compared with the clock every tick; no socket blocks, so no trickle extends them.
 """
@@ -52,7 +52,7 @@ class Loop:
         self.timeout_ns = int(spec.timeout_s * 1e9)
         self.limit_ns = int(spec.time_limit_s * 1e9) if spec.time_limit_s else 0
         self.stall_ns = int(spec.stall_s * 1e9) if spec.stall_s else 0
-        self.last_done_ns = 0     # the last completed handshake, or the run's start
+        self.last_done_ns = 0     # the last attempt that ended other than by a timeout, or the run's start
         self.stalled = False
         self.poller = Poller()
         self.by_fd: dict[int, Attempt] = {}
@@ -261,6 +261,8 @@ class Attempt:
         self.end()
 
     def fail(self, exc: BaseException) -> None:
+        if not isinstance(exc, TimeoutError):  # an answer, if a failing one (refused, alert): not a stall
+            self.loop.last_done_ns = perf_counter_ns()
         self.agent.failed(self.loop.failure_reason(exc), priming=self.priming)
         self.end()
 

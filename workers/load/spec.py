@@ -29,8 +29,9 @@ class LoadSpec:
     keepalive: bool = False          # False = a new connection (full TLS handshake) per request, ab's default
     timeout_s: float = 30.0          # per request: connect + handshake + response
     time_limit_s: float | None = None
-    # End the run once no response has completed for this long (from the start, then from the last
-    # one): a dead, stalling or trickling server, whatever n and c. Longer than timeout_s.
+    # End the run once every request has timed out for this long (none completed or failed otherwise,
+    # from the start or the last one that did): a dead, stalling or trickling server, whatever n and c.
+    # Longer than timeout_s.
     stall_s: float | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ca_file: str | None = None       # verify against this CA (plus system roots)
@@ -82,7 +83,7 @@ class LoadResult:
     status_codes: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)       # error class -> count (for the UI)
     cancelled: bool = False
-    stalled: bool = False            # ended by spec.stall_s: nothing completed for that long
+    stalled: bool = False            # ended by spec.stall_s: every request timed out for that long
     agents: int = 1
     # Added for the client (optional, defaulted): OS processes that actually ran (after the
     # daemonic-process fallback) and plain-words notes about how the run deviated from its spec.
@@ -111,7 +112,7 @@ class HandshakeSpec:
     resume: bool = False             # True = measure resumed handshakes (session IDs / tickets)
     timeout_s: float = 10.0          # per step of a connection: TCP connect, TLS handshake, probe request
     time_limit_s: float | None = None   # the whole run ends by then, handshakes in flight abandoned
-    stall_s: float | None = None     # ... and once no handshake has completed for this long
+    stall_s: float | None = None     # ... and once every handshake has timed out for this long
 
     def to_dict(self) -> dict:
         return asdict(self)

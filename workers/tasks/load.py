@@ -193,9 +193,9 @@ def time_left(run) -> float | None:
 
 
 def stall_after(timeout_s: float) -> float:
-    """The progress deadline of a step (LOAD_STALL_SECONDS): a server that completes nothing for that
-    long (dead, stalling, trickling) ends the run, whatever its size. Always longer than one request
-    or handshake may take, so that a single timeout never ends a run by itself."""
+    """The progress deadline of a step (LOAD_STALL_SECONDS): a server that lets every request time out
+    for that long (dead, stalling, trickling) ends the run, whatever its size. Always longer than one
+    request or handshake may take, so that a single timeout never ends a run by itself."""
     return max(float(settings.LOAD_STALL_SECONDS), timeout_s + STALL_MARGIN_S)
 
 
@@ -285,18 +285,15 @@ def step_problem(run, entry: dict) -> tuple[str, str] | None:
 
 
 def stalled_message(run, entry: dict) -> str:
-    """A step its progress deadline ended: nothing completed for that long."""
+    """A step its progress deadline ended: every request (or handshake) timed out for that long."""
     result = entry["result"]
     stall = stall_after(float(run.params.get("timeout_s", 10)))  # handshake runs: 10 s, HandshakeSpec's
     if "counters" in result:
         where = f"{entry['scheme']}://{run.host}:{entry_port(run, entry)}"
-        errors = ", ".join(describe_error(k, v, run) for k, v in (result.get("errors") or {}).items())
-        return (f"No request to {where} completed for {stall:g} s{f' ({errors})' if errors else ''}, so the run was "
-                "stopped: the server stalls, or sends its responses a few bytes at a time.")
-    failures = ", ".join(f"{k}: {v}" for k, v in result.get("failures", {}).items())
-    return (f"No TLS {result.get('version')} handshake with {run.host} completed for {stall:g} s"
-            f"{f' ({failures})' if failures else ''}, so the run was stopped: the server stalls handshakes, or "
-            "sends them a few bytes at a time.")
+        return (f"Every request to {where} timed out for {stall:g} s, so the run was stopped: the server stalls, "
+                "or sends its responses a few bytes at a time.")
+    return (f"Every TLS {result.get('version')} handshake with {run.host} timed out for {stall:g} s, so the run "
+            "was stopped: the server stalls handshakes, or sends them a few bytes at a time.")
 
 
 def describe_error(key: str, count: int, run) -> str:

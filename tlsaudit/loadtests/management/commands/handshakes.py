@@ -3,8 +3,8 @@
 
 Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
 without a worker or the database. Exit 0 when it ran, 2 on bad arguments, when the pre-flight
-handshake fails (as for a run from the app), when nothing connected, when no handshake completed for
-LOAD_STALL_SECONDS (`stalled`) or when the matrix was not done by its deadline (`deadline`, default
+handshake fails (as for a run from the app), when nothing connected, when every handshake timed out
+for LOAD_STALL_SECONDS (`stalled`) or when the matrix was not done by its deadline (`deadline`, default
 CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The target passes the SSRF
 guard like `audit`.
 """
@@ -175,7 +175,7 @@ def ended_early(cells: list[dict], target, deadline_s: float, stall_s: float) ->
     """(code, message) when the stall bound or the deadline ended the matrix (cells with rounds left)."""
     done = sum(c.get("count", 0) for c in cells)
     if any(c.get("stalled") for c in cells):
-        return "stalled", (f"No TLS handshake with {target.host} ({target.ip}:{target.port}) completed for "
+        return "stalled", (f"Every TLS handshake with {target.host} ({target.ip}:{target.port}) timed out for "
                            f"{stall_s:g} s, so the run was stopped ({done} timed before): the server stalls "
                            "handshakes, or sends them a few bytes at a time.")
     if any(c.get("cancelled") for c in cells):

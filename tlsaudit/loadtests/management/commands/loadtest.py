@@ -5,7 +5,7 @@
 `ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
 ab-like report (ab's line labels, then µs lines ab cannot print) or one JSON object. Exit 0 when
 the run happened (whatever the failures), 2 on bad arguments, when nothing could connect, when the
-pre-flight handshake fails (as for a run from the app), when the server completes no response for
+pre-flight handshake fails (as for a run from the app), when every request times out for
 LOAD_STALL_SECONDS (`stalled`) or when the run is not done by its deadline (`deadline`; default
 CLI_DEADLINE_SECONDS, or -t + 30 s); with --json: {"error": {"code", "message"}, ...} and, for the
 last two, the partial "report". The target passes the SSRF guard like `audit`.
@@ -275,9 +275,8 @@ def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> t
     where = f"{spec['scheme']}://{spec['host']}:{spec['port']}{spec['path']}"
     errors = ", ".join(f"{k} ({v})" for k, v in sorted(result["errors"].items(), key=lambda kv: -kv[1]))
     if result.get("stalled"):
-        return "stalled", (f"No request to {where} completed for {spec['stall_s']:g} s"
-                           f"{f' ({errors})' if errors else ''}, so the run was stopped: the server stalls, or "
-                           "sends its responses a few bytes at a time.")
+        return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({errors}), so the run "
+                           "was stopped: the server stalls, or sends its responses a few bytes at a time.")
     done = counters["complete"] + counters["failed"] - counters["failed_length"]
     if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
         return "deadline", (f"The run against {where} was not done by its {deadline_s:g} s deadline "
