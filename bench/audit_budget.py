@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
+os.environ.setdefault("TLSAUDIT_DEV", "1")  # a bench on loopback: the development settings
 
 import django  # noqa: E402
 

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
+os.environ.setdefault("TLSAUDIT_DEV", "1")  # a bench on loopback: the development settings
 
 import django  # noqa: E402
 

@@ -71,8 +71,16 @@ def slow_link(server_port: int, rtt_s: float, server_ip: str = IP):
     thread = threading.Thread(target=lambda: (loop.run_until_complete(start()), loop.run_forever()), daemon=True)
     thread.start()
     ready.wait(10)
+    async def shutdown():
+        holder["server"].close()
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     try:
         yield holder["server"].sockets[0].getsockname()[1]
     finally:
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
