@@ -159,3 +159,30 @@ def test_the_measuring_commands_end_a_hostile_run_by_their_deadline_or_stall_bou
 
     for (command, name, (status, code)), result in zip(cases, results):
         check(result, status, code, 15 + START_S, f"{command} against {name}")
+
+
+def test_an_overhead_sweep_stops_at_the_first_run_that_stalls(cli, tls_lab):
+    # Given a plain HTTP side that answers (400; its connection ends after the 1 s drain grace), and an
+    # HTTPS side whose responses trickle for ever: 12 requests of up to 1 s each, one at a time
+    with hostile.slow_http(tls_lab.pki) as https_port, hostile.plain_http() as http_port:
+        [result] = cli([(["overhead", "localhost", "--ip", "127.0.0.1", "--https-port", str(https_port),
+                          "--http-port", str(http_port), "--levels", "1,2", "-n", "12", "--timeout", "1", "--json"],
+                         {**SHORT, "CLI_DEADLINE_SECONDS": "30"})], cap=90)
+
+    # Then the sweep ends at the HTTPS run's stall bound (max(6 s, 1 s + 5 s)), exit 2, and says why
+    check(result, 2, "stalled", 30 + START_S, "overhead against slow_http")
+    assert result[1]["error"]["message"].startswith(f"Every request to https://localhost:{https_port}/ timed out "
+                                                    "for 6 s"), result[1]
+
+
+def test_an_overhead_sweep_ends_at_its_deadline_with_what_was_done(cli, tls_lab):
+    # Given a sweep whose first run (12 plain HTTP requests, each ending after the 1 s drain grace) is longer
+    # than the whole deadline of 5 s
+    with hostile.slow_http(tls_lab.pki) as https_port, hostile.plain_http() as http_port:
+        [result] = cli([(["overhead", "localhost", "--ip", "127.0.0.1", "--https-port", str(https_port),
+                          "--http-port", str(http_port), "--levels", "1", "-n", "12", "--timeout", "1",
+                          "--deadline", "5", "--json"], {})], cap=90)
+
+    check(result, 2, "deadline", 5 + START_S, "overhead past its deadline")
+    assert result[1]["error"]["message"].startswith(f"The run against http://localhost:{http_port}/ was not done by "
+                                                    "its 5 s deadline ("), result[1]

@@ -273,16 +273,19 @@ def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> t
     """(code, message) when the run was ended by the stall bound or the deadline, not by n or -t."""
     spec, counters = result["spec"], result["counters"]
     where = f"{spec['scheme']}://{spec['host']}:{spec['port']}{spec['path']}"
-    errors = ", ".join(f"{k} ({v})" for k, v in sorted(result["errors"].items(), key=lambda kv: -kv[1]))
     if result.get("stalled"):
-        return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({errors}), so the run "
-                           "was stopped: the server stalls, or sends its responses a few bytes at a time.")
+        return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({counters['timeouts']} "
+                           "timeouts, no answer), so the run was stopped: the server stalls, or sends its responses "
+                           "a few bytes at a time.")
     done = counters["complete"] + counters["failed"] - counters["failed_length"]
     if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
-        return "deadline", (f"The run against {where} was not done by its {deadline_s:g} s deadline "
-                            f"({done} of {spec['requests']} requests): the server answers too slowly, or stalls "
-                            "some connections. Give --deadline more seconds (or -t) for a longer run.")
+        return "deadline", deadline_message(where, deadline_s, f"{done} of {spec['requests']} requests")
     return None
+
+
+def deadline_message(where: str, deadline_s: float, done: str) -> str:
+    return (f"The run against {where} was not done by its {deadline_s:g} s deadline ({done}): the server answers "
+            "too slowly, or stalls some connections. Give --deadline more seconds for a longer run.")
 
 
 def nothing_connected(report: dict) -> bool:

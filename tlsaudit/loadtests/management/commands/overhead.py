@@ -21,8 +21,8 @@ from django.core.management.base import BaseCommand
 from tlsaudit.domain.abstats import ab_report, sweep_summary
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, add_target_arguments, ended_early, fail, no_connection_message,
-    nothing_connected, parse_common, parse_deadline, parse_int, pin_target, preflight, within)
+    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, add_target_arguments, deadline_message, ended_early, fail,
+    no_connection_message, nothing_connected, parse_common, parse_deadline, parse_int, pin_target, preflight, within)
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500
@@ -160,9 +160,12 @@ def run_sweep(run_load, plan: dict, ip: str, deadline: tuple[float, float] | Non
 def run_bounded(run_load, spec, deadline: tuple[float, float] | None) -> dict:
     if deadline is None:
         return run_load(spec).to_dict()
+    if time.monotonic() >= deadline[0]:  # the runs before this one took the whole deadline
+        where = f"{spec.scheme}://{spec.host}:{spec.port}{spec.path}"
+        raise SweepEnded("deadline", deadline_message(where, deadline[1], "this run did not start"))
     result = run_load(within(spec, deadline[0])).to_dict()
     ended = ended_early(result, None, deadline[1])
-    if ended is not None and not nothing_connected(ab_report(result)):
+    if ended is not None:
         raise SweepEnded(*ended)
     return result
 
