@@ -7,6 +7,12 @@
 | `plain_http()` | an HTTP server: answers anything with `400 Bad Request` | HTTP bytes where TLS was expected |
 | `garbage()` | sends 64 KB of random bytes (seeded), then closes | neither TLS nor HTTP |
 | `drip()` | sends a TLS record header then one byte a second | every read gets a byte: no read timeout fires |
+| `drip_record()` | a whole TLS record header at once, then one byte a second | a valid record that never ends |
+| `drip_noise()` | bytes that never form a TLS record, one a second | OpenSSL fails after 5-7 s per connection, no timeout |
+| `drip_server_hello()` | answers the ClientHello with a ServerHello's start, then one byte a second | a handshake begun, never done |
+| `trickle_every(pki, nth)` | real TLS and `200 ok`, but every nth connection after the first gets the ServerHello drip | the pre-flight passes; a scan stalls later |
+| `slow_http(pki)` | completes TLS, then sends the response headers one byte a second, forever | TLS fine, HTTP slowloris |
+| `slow_subresource(pki)` | a page served at once whose script `/slow.js` comes one byte a second | the document loads, its load event never fires |
 | `big_chain(pki)` | TLS with a 50-certificate, ~1 MB chain | a Certificate message past clients' 100 KB limit |
 | `wrong_sni(pki)` | TLS, but any server name but `expected` gets alert unrecognized_name | a fatal alert |
 | `handshake_then_hang(pki)` | completes the TLS handshake, then never answers | TLS up, HTTP silent |
@@ -26,6 +32,7 @@ and fills the queue with one connection it never accepts.
 
 from __future__ import annotations
 
+import itertools
 import random
 import socket
 import ssl
@@ -180,11 +187,53 @@ DRIP_BYTES = b"\x16\x03\x03\x40\x00\x02\x00\x3f\xfc" + bytes(16380)
 @contextmanager
 def drip(interval_s: float = 1.0):
     """Sends one byte every `interval_s` (a slowloris server) until the client leaves."""
+    with serve(lambda conn, state: trickle(conn, state, DRIP_BYTES, interval_s)) as port:
+        yield port
+
+
+def trickle(conn, state: Listener, data: bytes, interval_s: float = 1.0, at_once: int = 0) -> None:
+    """Send the first `at_once` bytes of `data` in one go, then one byte every `interval_s`, until
+    the data, the client or the server ends (every read a client makes gets a byte in time)."""
+    if at_once:
+        conn.sendall(data[:at_once])
+    for byte in data[at_once:]:
+        conn.sendall(bytes([byte]))
+        if state.stop.wait(interval_s):
+            return
+
+
+@contextmanager
+def drip_record(interval_s: float = 1.0):
+    """A whole TLS record header at once (handshake, 16 KB announced), then one byte a second:
+    the client has a valid record to wait for, and each read gets its byte within any timeout."""
+    with serve(lambda conn, state: trickle(conn, state, DRIP_BYTES, interval_s, at_once=5)) as port:
+        yield port
+
+
+# Printable bytes that start no TLS record (0x14-0x17), no SSLv2 record (high bit) and no HTTP.
+NOISE_BYTES = b"~" + b"not a TLS record, only noise; " * 600
+
+
+@contextmanager
+def drip_noise(interval_s: float = 1.0):
+    """Bytes that never form a TLS record, one a second: OpenSSL fails once it has a record header's
+    worth (5 bytes, 7 for the legacy client), so every connection costs 5-7 s and no read times out."""
+    with serve(lambda conn, state: trickle(conn, state, NOISE_BYTES, interval_s)) as port:
+        yield port
+
+
+# A TLS 1.2 ServerHello as a server would start it: record header (16 03 03, 122 bytes), handshake
+# header (type 2, 118 bytes), version 03 03, then the 32-byte random and the rest, zeros here.
+SERVER_HELLO_PREFIX = b"\x16\x03\x03\x00\x7a\x02\x00\x00\x76\x03\x03" + bytes(16384)
+SERVER_HELLO_AT_ONCE = 15   # through the first 4 bytes of the random
+
+
+@contextmanager
+def drip_server_hello(interval_s: float = 1.0):
+    """Completes TCP, sends the start of a ServerHello at once, then trickles the rest a byte a second."""
     def handle(conn, state):
-        for byte in DRIP_BYTES:
-            conn.sendall(bytes([byte]))
-            if state.stop.wait(interval_s):
-                return
+        conn.recv(65536)  # the ClientHello: answer it, as a real server would
+        trickle(conn, state, SERVER_HELLO_PREFIX, interval_s, at_once=SERVER_HELLO_AT_ONCE)
 
     with serve(handle) as port:
         yield port
@@ -318,6 +367,69 @@ def handshake_then_hang(pki):
     """Completes every TLS handshake, then reads requests and never answers one."""
     context = server_context(issue_identity(pki, "hostile-hang"))
     with serve_tls(context, lambda tls, _: read_until_closed(tls)) as port:
+        yield port
+
+
+@contextmanager
+def trickle_every(pki, nth: int = 3, interval_s: float = 1.0):
+    """A real TLS server (every handshake completes, every request gets `200 ok`), except that every
+    `nth` connection after the first gets a ServerHello trickled a byte a second instead: the
+    pre-flight (the first connection) passes, and a scan stalls later, a connection at a time."""
+    context = server_context(issue_identity(pki, "hostile-every-nth"))
+    count = itertools.count(1)
+    lock = threading.Lock()
+
+    def handle(conn, state):
+        with lock:
+            number = next(count)
+        if number > 1 and number % nth == 0:
+            conn.recv(65536)
+            trickle(conn, state, SERVER_HELLO_PREFIX, interval_s, at_once=SERVER_HELLO_AT_ONCE)
+            return
+        tls = state.keep(context.wrap_socket(conn, server_side=True))
+        answer_ok(tls, state)
+
+    with serve(handle) as port:
+        yield port
+
+
+SLOW_HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: " + b"z" * 65536
+
+
+@contextmanager
+def slow_http(pki, interval_s: float = 1.0):
+    """Slowloris on the HTTP side: every TLS handshake completes, then the response headers come a
+    byte a second and never end (so a page, a load-test request, an HSTS read never completes)."""
+    context = server_context(issue_identity(pki, "hostile-slow-http"))
+
+    def respond(tls, state):
+        read_request(tls)
+        trickle(tls, state, SLOW_HEADERS, interval_s)
+
+    with serve_tls(context, respond) as port:
+        yield port
+
+
+SLOW_SUBRESOURCE_PAGE = b"<!doctype html><title>slow</title><p>page<script src=\"/slow.js\"></script>"
+
+
+@contextmanager
+def slow_subresource(pki, interval_s: float = 1.0):
+    """A TLS server whose page is served at once but loads /slow.js, whose body (announced at 64 KB)
+    comes a byte a second: the document arrives, its load event never fires."""
+    context = server_context(issue_identity(pki, "hostile-slow-subresource"))
+
+    def respond(tls, state):
+        request = read_request(tls)
+        if request.startswith(b"GET /slow.js"):
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/javascript\r\nContent-Length: 65536\r\n\r\n"
+            trickle(tls, state, head + b" " * 65536, interval_s, at_once=len(head))
+            return
+        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n"
+                    b"Connection: close\r\n\r\n%s" % (len(SLOW_SUBRESOURCE_PAGE), SLOW_SUBRESOURCE_PAGE))
+        tls.close()  # as "Connection: close" says
+
+    with serve_tls(context, respond) as port:
         yield port
 
 

@@ -312,12 +312,25 @@ SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
+# One audit's overall deadline (engine, task and `manage.py audit`): every socket of the audit obeys it,
+# so a dead, trickling or stalling server ends the audit by then, with the reason. A full audit of a
+# server 150 ms away takes ~35 s (bench/audit_budget.py). It must come before the task's soft limit.
+AUDIT_DEADLINE_SECONDS = env_int("AUDIT_DEADLINE_SECONDS", 50, minimum=10)
+if AUDIT_DEADLINE_SECONDS >= AUDIT_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("AUDIT_DEADLINE_SECONDS must be less than AUDIT_SOFT_TIME_LIMIT.")
 
 # Load tests (issue #4): defaults of a new organization's caps (editable per org in the admin).
 LOAD_MAX_CONCURRENCY = env_int("LOAD_MAX_CONCURRENCY", 100, minimum=1)
 LOAD_MAX_REQUESTS_PER_RUN = env_int("LOAD_MAX_REQUESTS_PER_RUN", 5000, minimum=1)
 LOAD_MAX_DURATION_S = env_int("LOAD_MAX_DURATION_S", 120, minimum=1)
 LOAD_RUNS_PER_DAY = env_int("LOAD_RUNS_PER_DAY", 20, minimum=0)
+# A load or handshake run in which every request / handshake times out for this long (a dead, stalling or
+# trickling server) ends with the reason, whatever its size (at least the request timeout + 5 s).
+LOAD_STALL_SECONDS = env_int("LOAD_STALL_SECONDS", 40, minimum=2)
+# The measuring commands (loadtest, overhead, handshakes, probe) end by this many seconds unless --deadline
+# (or loadtest -t) asks for more: run as a new user runs them, against a dead, slow or hostile server, they
+# end with an error in under a minute. (`audit` uses AUDIT_DEADLINE_SECONDS, as its task does.)
+CLI_DEADLINE_SECONDS = env_int("CLI_DEADLINE_SECONDS", 50, minimum=5)
 # Agent tasks each run step is split into (spread over the load workers' hosts).
 LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
 # Days a site's ownership proof stays valid before it is re-checked (before a run).

@@ -21,7 +21,8 @@ import pytest
 
 from tests import hostile
 
-TARGETS = ("tarpit", "reset", "plain_http", "garbage", "drip", "big_chain", "wrong_sni", "handshake_then_hang",
+TARGETS = ("tarpit", "reset", "plain_http", "garbage", "drip", "drip_record", "drip_noise", "drip_server_hello",
+           "trickle_every", "slow_http", "slow_subresource", "big_chain", "wrong_sni", "handshake_then_hang",
            "nxdomain", "blackhole")
 NXDOMAIN_HOST = "nxdomain.hostile.test"
 
@@ -51,7 +52,10 @@ def hostile_target(name: str, pki, directory: Path, settings):
         return
     servers = {
         "tarpit": hostile.tarpit, "reset": hostile.reset, "plain_http": hostile.plain_http,
-        "garbage": hostile.garbage, "drip": hostile.drip,
+        "garbage": hostile.garbage, "drip": hostile.drip, "drip_record": hostile.drip_record,
+        "drip_noise": hostile.drip_noise, "drip_server_hello": hostile.drip_server_hello,
+        "trickle_every": lambda: hostile.trickle_every(pki), "slow_http": lambda: hostile.slow_http(pki),
+        "slow_subresource": lambda: hostile.slow_subresource(pki),
         "big_chain": lambda: hostile.big_chain(pki, directory), "wrong_sni": lambda: hostile.wrong_sni(pki),
         "handshake_then_hang": lambda: hostile.handshake_then_hang(pki),
     }
@@ -65,6 +69,24 @@ def generous_limits(settings):
     for name in ("AUDIT_LIMIT_PER_ORG_HOUR", "AUDIT_LIMIT_PER_TARGET", "PROBE_LIMIT_PER_ORG_HOUR",
                  "PROBE_LIMIT_PER_TARGET"):
         setattr(settings, name, 1000)
+
+
+@pytest.fixture
+def short_deadlines(settings):
+    """The engines' deadlines shortened through their settings (the code path is the same): an audit
+    in 20 s, a run that completes nothing in 8 s (and at least its requests' timeout + 5 s), a page
+    in 10 s."""
+    settings.AUDIT_DEADLINE_SECONDS = 20
+    settings.LOAD_STALL_SECONDS = 8
+    settings.PROBE_LOAD_TIMEOUT = 10
+    return settings
+
+
+def sslyze_threads() -> list[str]:
+    """Threads of sslyze's scanner (its producer, job workers and connectivity testers) still alive."""
+    import threading
+
+    return [t.name for t in threading.enumerate() if type(t).__module__.startswith("sslyze")]
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ the site owner's message it becomes. Real sockets, short timeouts (1 s a wait, 3
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from tests import hostile
@@ -21,6 +23,11 @@ def check(port: int) -> reach.Reach:
     (hostile.plain_http, reach.TLS_ERROR, "no_tls", "does not speak TLS (is it plain HTTP?)"),
     (hostile.garbage, reach.TLS_ERROR, "no_tls", "answered with another protocol"),
     (hostile.drip, reach.SLOW, "timeout", "never finished it: it answers far too slowly"),
+    (hostile.drip_record, reach.SLOW, "timeout", "never finished it: it answers far too slowly"),
+    (hostile.drip_server_hello, reach.SLOW, "timeout", "never finished it: it answers far too slowly"),
+    # 5 bytes in 1 s: OpenSSL's verdict before this check's 3 s (the engines wait 10 s; at 1 byte a second it
+    # comes after 5 s; slower still, the total deadline ends it as SLOW)
+    (partial(hostile.drip_noise, interval_s=0.2), reach.TLS_ERROR, "no_tls", "answered with another protocol"),
 ])
 def test_it_tells_each_tcp_level_hostility_apart(server, outcome, code, words):
     with server() as port:
@@ -29,6 +36,26 @@ def test_it_tells_each_tcp_level_hostility_apart(server, outcome, code, words):
     assert seen.outcome == outcome, seen
     error = reach_error(seen, "localhost")
     assert error.code == code and words in error.message, error.message
+
+
+@pytest.mark.parametrize("server, no_tls", [(partial(hostile.drip_noise, interval_s=0.2), True),
+                                             (hostile.plain_http, True),
+                                             (hostile.garbage, True), (hostile.drip_record, False)])
+def test_first_bytes_that_are_no_tls_record_tell_the_audit_to_stop_there(server, no_tls):
+    from workers.tls.errors import speaks_no_tls
+
+    with server() as port:
+        seen = check(port)
+
+    assert speaks_no_tls(seen) is no_tls, seen
+
+
+def test_an_ssl2_answer_is_not_taken_for_another_protocol():
+    from workers.tls.errors import WIRE_SSL2, speaks_no_tls
+
+    ssl2_error = b"\x80\x03\x00\x00\x01"  # SSL 2.0 record of 3 bytes: ERROR, no-cipher
+    seen = reach.Reach(reach.TLS_ERROR, "127.0.0.1", 443, 1.0, first_bytes=ssl2_error)
+    assert seen.wire == WIRE_SSL2 and not speaks_no_tls(seen)  # sslyze, which speaks SSL 2.0, decides
 
 
 def test_a_slow_server_is_given_up_on_at_the_total_deadline_not_per_read():

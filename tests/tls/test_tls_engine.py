@@ -205,8 +205,9 @@ def test_a_plain_http_port_does_not_speak_tls(http_server):
     outcome, elapsed = timed_scan("localhost", port)
     assert outcome.error.code == "no_tls"
     assert outcome.error.message == f"The server on port {port} does not speak TLS (is it plain HTTP?)."
-    assert outcome.raw["connectivity_status"] == "ERROR"
-    assert elapsed < 15
+    # the pre-flight found no TLS: sslyze (and its ~600 connections) never started
+    assert "sslyze" not in outcome.timings and outcome.raw == {}
+    assert elapsed < 5
     print(f"\nplain HTTP: {elapsed:.2f} s")
 
 

@@ -12,13 +12,18 @@
 4. Per load: Navigation Timing Level 2 phases of the main document, CDP network counts (recorder.py).
 5. The first load of a variant that fails skips that variant's remaining loads. The probe `error` is
    set when the HTTPS variant failed or no variant loaded; an HTTP-only failure (a site without
-   port 80) stays in `variant_errors`.
+   port 80) stays in `variant_errors`. A failed HTTPS variant ends the probe at once: it has failed,
+   and a hostile server would only make each further load wait out its timeout.
 6. Summary and increase % (tlsaudit.domain.probe_stats).
 7. The path's RTT, measured apart (`measure_rtt`: a few plain TCP connects to the address Chromium
    uses), so the page can say how many round trips each phase holds. Chromium's own connect phase
    cannot give it: on a cold navigation Chromium opens the socket a few ms before the request's
    timing origin (seen at 50 ms RTT: the SYN left 3-35 ms before `requestTime`), so its TCP phase
    reads short.
+
+Every load's timeout is a deadline for the whole navigation (Playwright's), so a page or a
+subresource that trickles cannot stretch it; `spec.deadline_s` bounds the probe: each load gets at
+most what is left of it, and none starts after it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from urllib.parse import urlsplit
 from tlsaudit.domain.probe_stats import increase, increase_pct, summarize
 from tlsaudit.domain.round_trips import estimate_rtt_ms
 from workers.browser.chromium import ProbeBrowser
-from workers.browser.errors import CANCELLED, INVALID_TARGET, ProbeError, classify_load_error
+from workers.browser.errors import CANCELLED, INVALID_TARGET, TIMEOUT, ProbeError, classify_load_error
 from workers.browser.guard import AddressGuard
 from workers.browser.proxy import GuardedProxy
 from workers.browser.recorder import Recorder
@@ -70,6 +75,8 @@ def check_spec(spec: ProbeSpec) -> None:
         raise ProbeError(INVALID_TARGET, f"runs must be between 1 and 100, got {spec.runs}.")
     if not 0 < spec.timeout_s <= 300:
         raise ProbeError(INVALID_TARGET, f"timeout_s must be between 0 and 300 s, got {spec.timeout_s}.")
+    if spec.deadline_s is not None and not 0 < spec.deadline_s <= 3600:
+        raise ProbeError(INVALID_TARGET, f"deadline_s must be between 0 and 3600 s, got {spec.deadline_s}.")
     unknown = [v for v in spec.variants if v not in VARIANTS]
     if unknown or not spec.variants:
         raise ProbeError(INVALID_TARGET, f"variants must be among {VARIANTS}, got {spec.variants}.")
@@ -100,7 +107,8 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
         result["browser"]["version"] = browser.version
         proxy = None if guard.allow_private else GuardedProxy(guard, connect_timeout_s=spec.timeout_s)
         result["rtt"] = measure_rtt(guard, spec)
-        Session(spec, browser, guard, result, cancel, on_progress, proxy).run()
+        deadline = started + spec.deadline_s if spec.deadline_s else None
+        Session(spec, browser, guard, result, cancel, on_progress, proxy, deadline).run()
     except ProbeError as exc:
         result["error"] = exc.to_dict()
     finally:
@@ -149,9 +157,10 @@ def measure_rtt(guard: AddressGuard, spec: ProbeSpec, count: int = RTT_CONNECTS)
 class Session:
     """The loads of one probe: fresh contexts, interleaved variants, per-variant failure."""
 
-    def __init__(self, spec, browser, guard, result, cancel, on_progress, proxy=None):
+    def __init__(self, spec, browser, guard, result, cancel, on_progress, proxy=None, deadline: float | None = None):
         self.spec, self.browser, self.guard, self.result = spec, browser, guard, result
         self.cancel, self.on_progress, self.proxy = cancel, on_progress, proxy
+        self.deadline = deadline    # time.monotonic() instant, or None
         self.total = spec.runs * len(spec.variants) * len(MODES)
         self.done = 0
 
@@ -160,7 +169,7 @@ class Session:
         for run in range(self.spec.runs):
             order = self.spec.variants if run % 2 == 0 else tuple(reversed(self.spec.variants))
             live = [v for v in order if v not in self.result["variant_errors"]]
-            if not live:
+            if not live or "https" in self.result["variant_errors"]:
                 return
             tabs = {}
             try:
@@ -170,9 +179,12 @@ class Session:
                             raise ProbeError(CANCELLED, "The probe was cancelled.")
                         if variant in self.result["variant_errors"]:
                             continue
+                        if "https" in self.result["variant_errors"]:
+                            return
+                        timeout_s = self.time_for_a_load()
                         if mode == "cold":
                             tabs[variant] = Tab(self.browser, self.guard, self.proxy)
-                        self.record(tabs[variant].load(self.spec, variant, mode, run))
+                        self.record(tabs[variant].load(self.spec, variant, mode, run, timeout_s))
             finally:
                 for tab in tabs.values():
                     tab.close()
@@ -185,13 +197,26 @@ class Session:
         for variant in self.spec.variants:
             if self.cancel and self.cancel():
                 raise ProbeError(CANCELLED, "The probe was cancelled.")
+            if "https" in self.result["variant_errors"]:
+                return   # the probe has failed: a hostile server would only make the next warm-up wait
+            timeout_s = self.time_for_a_load()
             tab = Tab(self.browser, self.guard, self.proxy)
             try:
-                load = tab.load(self.spec, variant, "cold", 0)
+                load = tab.load(self.spec, variant, "cold", 0, timeout_s)
             finally:
                 tab.close()
             if not load["ok"]:
                 self.record({**load, "warmup": True})
+
+    def time_for_a_load(self) -> float:
+        """The next load's timeout: the spec's, or what is left of the probe's deadline (none left: fail)."""
+        if self.deadline is None:
+            return self.spec.timeout_s
+        left = self.deadline - time.monotonic()
+        if left < 0.5:
+            raise ProbeError(TIMEOUT, f"The probe did not finish within its {self.spec.deadline_s:g} s deadline "
+                                      f"({self.done} of {self.total} page loads done): the pages load too slowly.")
+        return min(self.spec.timeout_s, left)
 
     def record(self, load: dict) -> None:
         self.result["loads"].append(load)
@@ -232,11 +257,12 @@ class Tab:
         else:
             self.cdp.send("Fetch.continueRequest", {"requestId": event["requestId"]})
 
-    def load(self, spec: ProbeSpec, variant: str, mode: str, run: int) -> dict:
+    def load(self, spec: ProbeSpec, variant: str, mode: str, run: int, timeout_s: float | None = None) -> dict:
         url = page_url(spec, variant)
         self.recorder.reset()
         self.blocked = None
-        timeout_ms = spec.timeout_s * 1000
+        timeout_s = spec.timeout_s if timeout_s is None else timeout_s
+        timeout_ms = timeout_s * 1000
         try:
             if mode == "cold":
                 self.page.goto(url, wait_until="load", timeout=timeout_ms)
@@ -248,7 +274,7 @@ class Tab:
             port = parts.port or (443 if variant == "https" else 80)
             error = classify_load_error(self.unproxied(f"{type(exc).__name__}: {exc}", spec.host, port),
                                         host=spec.host, port=port,
-                                        timeout_s=spec.timeout_s, hops=len(self.recorder.redirect_chain()),
+                                        timeout_s=timeout_s, hops=len(self.recorder.redirect_chain()),
                                         blocked=self.blocked)
             return self.failed_load(url, variant, mode, run, error)
         self.recorder.settle(self.page)

@@ -44,6 +44,7 @@ class ProbeSpec:
     runs: int = 5                    # K repetitions of each variant x mode
     timeout_s: float = 30.0          # per page load
     variants: tuple[str, ...] = VARIANTS
+    deadline_s: float | None = None  # the whole probe: no load starts after it, none runs past it
 
     def to_dict(self) -> dict:
         return asdict(self)

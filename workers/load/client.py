@@ -94,6 +94,8 @@ def check_spec(spec: LoadSpec) -> None:
         problems.append("timeout_s must be positive")
     if spec.time_limit_s is not None and spec.time_limit_s <= 0:
         problems.append("time_limit_s must be positive")
+    if spec.stall_s is not None and not spec.stall_s > spec.timeout_s:
+        problems.append("stall_s must be longer than timeout_s (one timed-out request must not end a run)")
     if spec.tls_version not in (None, "1.2", "1.3"):
         problems.append(f"tls_version must be 1.2 or 1.3, got {spec.tls_version!r}")
     if spec.processes < 0:

@@ -219,8 +219,11 @@ class Engine:
         self.finished = 0
         self.stopping = False
         self.cancelled = False
+        self.stalled = False
+        self.stall_ns = int(spec.stall_s * 1e9) if spec.stall_s else 0
         self.first_start_ns = 0
         self.last_event_ns = 0
+        self.last_progress_ns = 0    # the last request that ended other than by a timeout, or the start
         self.document_length: int | None = None
         self.server_software: str | None = None
         self.protocol = ""
@@ -235,8 +238,11 @@ class Engine:
 
     def run(self) -> None:
         """1. Open c connections. 2. Dispatch readiness events until every request is done (or the
-        run is stopped). 3. Every TICK_S: expire overdue requests, poll cancel, report progress."""
+        run is stopped). 3. Every TICK_S: expire overdue requests, end a stalled or timed-out run,
+        poll cancel, report progress. Every limit is an absolute instant compared with the clock
+        here, and sockets never block: a server that trickles bytes extends none of them."""
         throttle = Throttle()
+        self.last_progress_ns = perf_counter_ns()
         limit_ns = perf_counter_ns() + int(self.spec.time_limit_s * 1e9) if self.spec.time_limit_s else 0
         try:
             for _ in range(self.spec.concurrency):
@@ -268,6 +274,9 @@ class Engine:
                 self.counters.timeouts += 1
                 connection.fail("failed_exceptions", "timeout")
         if limit_ns and now >= limit_ns and not self.stopping:
+            self.stop(now, cancelled=False)
+        if self.stall_ns and now - self.last_progress_ns >= self.stall_ns and not self.stopping:
+            self.stalled = True
             self.stop(now, cancelled=False)
         if self.cancel is not None and throttle.due("cancel", CANCEL_POLL_S) and self.cancel():
             self.stop(now, cancelled=True)
@@ -327,6 +336,7 @@ class Engine:
             recorder.check()
         counters = self.counters
         counters.complete += 1
+        self.last_progress_ns = done
         counters.total_bytes += connection.received
         body_bytes = connection.body_bytes
         counters.html_bytes += body_bytes
@@ -351,6 +361,8 @@ class Engine:
         self.errors[error] += 1
         self.finished += 1
         self.last_event_ns = perf_counter_ns()
+        if error != "timeout":  # an answer, if a failing one (refused, reset, closed): not a stall
+            self.last_progress_ns = self.last_event_ns
 
     def result(self) -> LoadResult:
         histograms, samples = self.recorder.finish()
@@ -362,7 +374,7 @@ class Engine:
             histograms=histograms, samples=samples, server_software=self.server_software or "",
             document_length=self.document_length, protocol=self.protocol, cipher=self.cipher,
             status_codes={str(code): n for code, n in sorted(self.status_codes.items())},
-            errors=dict(self.errors), cancelled=self.cancelled, processes=1,
+            errors=dict(self.errors), cancelled=self.cancelled, stalled=self.stalled, processes=1,
         )
 
 

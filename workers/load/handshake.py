@@ -101,6 +101,10 @@ def check_spec(spec: HandshakeSpec) -> None:
         openssl_name(spec.suite)
     if spec.agents < 1 or spec.per_agent < 1:
         raise HandshakeError("agents and per_agent must be at least 1")
+    if spec.stall_s is not None and not spec.stall_s > spec.timeout_s:
+        raise HandshakeError("stall_s must be longer than timeout_s (one timed-out handshake must not end a run)")
+    if spec.time_limit_s is not None and spec.time_limit_s <= 0:
+        raise HandshakeError("time_limit_s must be positive")
 
 
 # --- one context, one connection -----------------------------------------------------------------
@@ -288,10 +292,11 @@ def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_prog
     with quiet_gc():  # as the load engine: no GC passes over the caller's heap mid-run
         loop.run(is_cancelled)
     loop_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
-    return collect(spec, agents, loop_s, stop.is_set(), method)
+    return collect(spec, agents, loop_s, stop.is_set(), method, stalled=loop.stalled)
 
 
-def collect(spec: HandshakeSpec, agents: list[Agent], loop_s: float, cancelled: bool, method: str) -> dict:
+def collect(spec: HandshakeSpec, agents: list[Agent], loop_s: float, cancelled: bool, method: str,
+            stalled: bool = False) -> dict:
     tls_h, tcp_h = new_histogram(), new_histogram()
     failures, flagged, suites = Counter(), Counter(), Counter()
     for a in agents:
@@ -312,7 +317,7 @@ def collect(spec: HandshakeSpec, agents: list[Agent], loop_s: float, cancelled: 
         "agents": spec.agents, "per_agent": spec.per_agent,
         "failures": dict(failures), "flagged": dict(flagged),
         "histograms": {"tls": tls_h.encode().decode("ascii"), "tcp": tcp_h.encode().decode("ascii")},
-        "loop_s": round(loop_s, 6), "cancelled": cancelled, "method": method,
+        "loop_s": round(loop_s, 6), "cancelled": cancelled, "stalled": stalled, "method": method,
     }
     return result  # run_handshakes adds the wall time, then the statistics (summarise)
 
@@ -375,6 +380,7 @@ def merge_handshake_results(results: list[dict], *, sequential: bool = False) ->
         "wall_started_at": min((r["wall_started_at"] for r in results if r.get("wall_started_at")), default=None),
         "loop_s": round((sum if sequential else max)(r.get("loop_s") or r["wall_s"] for r in results), 6),
         "cancelled": any(r["cancelled"] for r in results),
+        "stalled": any(r.get("stalled") for r in results),
         "merged_from": len(results),
     }
     return summarise(merged)
@@ -425,17 +431,19 @@ def _child_main() -> None:
 # --- the matrix ------------------------------------------------------------------------------------
 
 def probe_suite(host: str, port: int, ip: str | None, version: str, suite: str, timeout_s: float = 5.0,
-                **verify) -> dict:
+                time_limit_s: float | None = None, **verify) -> dict:
     """One quick handshake: the result says whether the server negotiated exactly this version and suite.
     `verify`: ca_file / insecure, as for the cells (an untrusted certificate fails here already)."""
     return run_handshakes(HandshakeSpec(host=host, port=port, ip=ip, version=version, suite=suite,
-                                        agents=1, per_agent=1, timeout_s=timeout_s, **verify))
+                                        agents=1, per_agent=1, timeout_s=timeout_s, time_limit_s=time_limit_s,
+                                        **verify))
 
 
-def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0,
+def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0, deadline: float | None = None,
                   **verify) -> tuple[dict[str, list[str]], dict]:
     """Suites per version, and why a version has none: the given suites (by their version), else TLS 1.3's
-    three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each)."""
+    three standard ones and the TLS 1.2 ECDHE AEAD suites the server accepts (one probe each, each
+    within what is left until `deadline`, a time.monotonic() instant)."""
     if suites:
         chosen = {v: [iana_name(s) for s in suites if suite_version(iana_name(s)) == v] for v in versions}
         for s in chosen.get("1.2", []):
@@ -446,7 +454,8 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0,
         if v == "1.3":
             plan[v] = list(TLS13_STANDARD_SUITES)
             continue
-        probes = {s: probe_suite(host, port, ip, v, s, timeout_s, **verify) for s in TLS12_MATRIX_CANDIDATES}
+        probes = {s: probe_suite(host, port, ip, v, s, timeout_s, time_left(deadline), **verify)
+                  for s in TLS12_MATRIX_CANDIDATES}
         plan[v] = [s for s, r in probes.items() if r["count"] == 1]
         if not plan[v]:
             seen = Counter()
@@ -458,11 +467,16 @@ def matrix_suites(host, port, ip, versions, suites, timeout_s: float = 5.0,
     return plan, why_none
 
 
+def time_left(deadline: float | None) -> float | None:
+    """Seconds until `deadline` (a time.monotonic() instant), at least a moment; None without one."""
+    return None if deadline is None else max(0.001, deadline - time.monotonic())
+
+
 def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "1.3"), suites=None,
                      agents_levels=(10, 25, 50), per_agent: int = 10, resume: bool = False,
                      timeout_s: float = 10.0, repeats: int = DEFAULT_REPEATS, warmup: bool = True,
                      ca_file: str | None = None, insecure: bool = True, cancel: Cancel = None,
-                     on_progress=None) -> list[dict]:
+                     on_progress=None, deadline_s: float | None = None, stall_s: float | None = None) -> list[dict]:
     """Every (version, suite, agents) cell `repeats` times, plus full-vs-resumed cells when `resume`.
 
     1. Suites: given, or TLS 1.3's three standard ones and the TLS 1.2 ECDHE AEAD suites the server
@@ -475,6 +489,8 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
        set-up included (workers.load.handshake.run_handshakes).
     4. With `resume`, each version gets a resumed cell (first suite, first agents level) per round; a
        server that does not resume says so in round one (`resumption: "unsupported"`) and is not asked again.
+    5. The whole matrix ends within `deadline_s` (the run in flight abandoned, `cancelled`) and after a run
+       in which every handshake timed out for `stall_s` (`stalled`): later runs are not started.
     """
     for v in versions:
         if v not in VERSIONS:
@@ -482,14 +498,16 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
     if repeats < 1:
         raise HandshakeError("repeats must be at least 1")
     verify = {"ca_file": ca_file, "insecure": insecure}
-    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0), **verify)
-    base = HandshakeSpec(host=host, port=port, ip=ip, per_agent=per_agent, timeout_s=timeout_s, **verify)
+    deadline = time.monotonic() + deadline_s if deadline_s else None
+    plan, why_none = matrix_suites(host, port, ip, versions, suites, min(timeout_s, 5.0), deadline, **verify)
+    base = HandshakeSpec(host=host, port=port, ip=ip, per_agent=per_agent, timeout_s=timeout_s, stall_s=stall_s,
+                         **verify)
     usable = [v for v in versions if plan.get(v)]
     skipped = [skipped_cell(host, port, ip, v, why_none[v]) for v in versions if not plan.get(v)]
     warmups = [replace(base, version=v, suite=plan[v][0], agents=min(WARMUP_AGENTS, agents_levels[0]),
                        per_agent=min(WARMUP_PER_AGENT, per_agent)) for v in usable] if warmup else []
     rounds = [round_specs(base, plan, usable, agents_levels, resume, r) for r in range(repeats)]
-    return run_rounds(warmups, rounds, cancel, on_progress) + skipped
+    return run_rounds(warmups, rounds, cancel, on_progress, deadline) + skipped
 
 
 def round_specs(base: HandshakeSpec, plan: dict, versions: list[str], agents_levels, resume: bool,
@@ -507,21 +525,28 @@ def skipped_cell(host, port, ip, version, why) -> dict:
 
 
 def run_rounds(warmups: list[HandshakeSpec], rounds: list[list[HandshakeSpec]], cancel: Cancel,
-               on_progress) -> list[dict]:
-    """Run the warm-ups, then round after round; progress counts every handshake of every run."""
+               on_progress, deadline: float | None = None) -> list[dict]:
+    """Run the warm-ups, then round after round; progress counts every handshake of every run. Stops when
+    cancelled, past `deadline` (time.monotonic()), or after a run that stalled."""
     total = sum(s.agents * s.per_agent for s in warmups) + sum(s.agents * s.per_agent for r in rounds for s in r)
-    done, results, unsupported = 0, [], set()
+    done, results, unsupported, stalled = 0, [], set(), False
     runs = [(spec, {"warmup": True}) for spec in warmups]
     runs += [(spec, {"repeat": r}) for r, specs in enumerate(rounds) for spec in specs]
     for spec, tags in runs:
         key = (spec.version, spec.suite, spec.agents)
-        if is_cancelled(cancel):
+        if stalled or is_cancelled(cancel):
+            break
+        if deadline is not None and time.monotonic() >= deadline:
+            if results:
+                results[-1]["cancelled"] = True   # runs left undone: the matrix did not finish in time
             break
         if spec.resume and key in unsupported:
             continue
         offset = done
         report = (lambda d, _t: on_progress(offset + d, total)) if on_progress is not None else None
-        result = {**run_handshakes(spec, cancel=cancel, on_progress=report), **tags}
+        result = {**run_handshakes(replace(spec, time_limit_s=time_left(deadline)), cancel=cancel,
+                                   on_progress=report), **tags}
+        stalled = result.get("stalled", False)
         if spec.resume and result["resumption"] == "unsupported":
             unsupported.add(key)  # the server does not resume: no point in asking again
         done += spec.agents * spec.per_agent

@@ -14,7 +14,10 @@ Per connection:
    and dropped, never timed.
 3. With `http_probe` (and always for a resumed run's priming connection, to receive the TLS 1.3
    tickets) one small request, read to the end; then close.
-A deadline of `timeout_s` applies to each step (as the blocking socket's timeout did).
+A deadline of `timeout_s` applies to each step (as the blocking socket's timeout did), and the run
+has two more: `time_limit_s` (its end) and `stall_s` (every attempt timed out for that long: a dead,
+stalling or trickling server); past either, the handshakes in flight are abandoned, not counted.
+All are instants compared with the clock every tick; no socket blocks, so no trickle extends them.
 """
 
 from __future__ import annotations
@@ -47,12 +50,18 @@ class Loop:
         self.wrap = ctx._wrap_socket  # OpenSSL's C object, as in engine.Connection.start_tls
         self.sni = ctx._encode_hostname(sni) if sni else None
         self.timeout_ns = int(spec.timeout_s * 1e9)
+        self.limit_ns = int(spec.time_limit_s * 1e9) if spec.time_limit_s else 0
+        self.stall_ns = int(spec.stall_s * 1e9) if spec.stall_s else 0
+        self.last_done_ns = 0     # the last attempt that ended other than by a timeout, or the run's start
+        self.stalled = False
         self.poller = Poller()
         self.by_fd: dict[int, Attempt] = {}
         self.busy = 0  # agents with a connection open
 
     def run(self, is_cancelled) -> None:
         now = time.perf_counter()
+        self.last_done_ns = started_ns = perf_counter_ns()
+        end_ns = started_ns + self.limit_ns if self.limit_ns else 0
         for agent in self.agents:
             agent.timed_from = now
             self.start_next(agent)
@@ -67,7 +76,7 @@ class Loop:
                 now = time.monotonic()
                 if now >= next_tick:
                     next_tick = now + TICK_S
-                    self.expire(perf_counter_ns())
+                    self.expire(perf_counter_ns(), end_ns)
                 if now >= next_cancel:
                     next_cancel = now + CANCEL_EVERY_S
                     if is_cancelled(self.cancel):
@@ -81,9 +90,26 @@ class Loop:
                 attempt.close()
             self.poller.close()
 
-    def expire(self, now: int) -> None:
+    def expire(self, now: int, end_ns: int = 0) -> None:
         for attempt in [a for a in self.by_fd.values() if now > a.deadline]:
             attempt.fail(TimeoutError("timed out"))
+        if self.stall_ns and now - self.last_done_ns >= self.stall_ns:
+            self.stalled = True
+            self.abandon()
+        elif end_ns and now >= end_ns:
+            self.abandon()
+
+    def abandon(self) -> None:
+        """Stop every agent now (time limit, stall): connections in flight are closed uncounted."""
+        self.stop.set()
+        finished = time.perf_counter()
+        for attempt in list(self.by_fd.values()):
+            attempt.close()
+            attempt.over = True
+            attempt.agent.finished_at = finished
+            self.busy -= 1
+        for agent in self.agents:
+            agent.finished_at = agent.finished_at or finished
 
     def start_next(self, agent) -> None:
         """Open the agent's next connection; one that fails at once is counted and the next tried
@@ -226,6 +252,7 @@ class Attempt:
 
     def finish(self) -> None:
         """A handshake that completed (and its probe): timed, flagged, or a priming one."""
+        self.loop.last_done_ns = perf_counter_ns()
         agent = self.agent
         if self.priming:
             agent.primed(self.tls, self.reason)
@@ -234,6 +261,8 @@ class Attempt:
         self.end()
 
     def fail(self, exc: BaseException) -> None:
+        if not isinstance(exc, TimeoutError):  # an answer, if a failing one (refused, alert): not a stall
+            self.loop.last_done_ns = perf_counter_ns()
         self.agent.failed(self.loop.failure_reason(exc), priming=self.priming)
         self.end()
 

@@ -78,6 +78,7 @@ def merge_results(results: list[dict]) -> dict:
     merged["document_length"] = next((r["document_length"] for r in results if r.get("document_length") is not None),
                                      None)
     merged["cancelled"] = any(r.get("cancelled") for r in results)
+    merged["stalled"] = any(r.get("stalled") for r in results)
     merged["agents"] = sum(r.get("agents", 1) for r in results)
     merged["processes"] = sum(r.get("processes", 1) for r in results)
     merged["notes"] = unique([note for r in results for note in r.get("notes") or []])

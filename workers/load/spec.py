@@ -30,6 +30,10 @@ class LoadSpec:
     keepalive: bool = False          # False = a new connection (full TLS handshake) per request, ab's default
     timeout_s: float = 30.0          # per request: connect + handshake + response
     time_limit_s: float | None = None
+    # End the run once every request has timed out for this long (none completed or failed otherwise,
+    # from the start or the last one that did): a dead, stalling or trickling server, whatever n and c.
+    # Longer than timeout_s.
+    stall_s: float | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ca_file: str | None = None       # verify against this CA (plus system roots)
     insecure: bool = True            # like ab: no certificate verification (timing, not trust, is measured)
@@ -80,6 +84,7 @@ class LoadResult:
     status_codes: dict[str, int] = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)       # error class -> count (for the UI)
     cancelled: bool = False
+    stalled: bool = False            # ended by spec.stall_s: every request timed out for that long
     agents: int = 1
     # Added for the client (optional, defaulted): OS processes that actually ran (after the
     # daemonic-process fallback) and plain-words notes about how the run deviated from its spec.
@@ -118,7 +123,9 @@ class HandshakeSpec:
     agents: int = 10
     per_agent: int = 10
     resume: bool = False             # True = measure resumed handshakes (session IDs / tickets)
-    timeout_s: float = 10.0
+    timeout_s: float = 10.0          # per step of a connection: TCP connect, TLS handshake, probe request
+    time_limit_s: float | None = None   # the whole run ends by then, handshakes in flight abandoned
+    stall_s: float | None = None     # ... and once every handshake has timed out for this long
     ca_file: str | None = None       # verify the certificate and name against this CA (plus system roots)
     insecure: bool = True            # like ab and the load engine: timing, not trust (exclusive with ca_file)
 

@@ -26,6 +26,9 @@ from workers.celery import app
 log = logging.getLogger(__name__)
 LOCK_WAIT_SECONDS = 10
 PROGRESS_EVERY_S = 0.5
+# The engine's own deadline comes this long before the task stops waiting for it (the soft time limit),
+# so that a slow probe ends with the engine's account of what loaded, not the task's.
+ENGINE_MARGIN_S = 10
 
 
 @app.task(name="workers.tasks.browser.run_probe", bind=True, acks_late=True, max_retries=30,
@@ -69,17 +72,12 @@ def unreachable(probe, ip: str):
     connect for an HTTP-only probe) with a deadline on the whole exchange: a silent, dropping,
     trickling or non-TLS server fails the probe in seconds with the reason, before Chromium waits
     out its page timeout. A refused port is left to Chromium: it fails as fast and says so."""
-    from workers.tls import reach
-    from workers.tls.errors import reach_error
+    from workers.tls.reach import engine_preflight
 
-    site, timeout = probe.site, settings.SCAN_NETWORK_TIMEOUT
-    if "https" in (probe.params.get("variants") or ("https",)):
-        outcome = reach.check_tls(ip, site.https_port, site.hostname, timeout)
-    else:
-        outcome = reach.check_tcp(ip, site.http_port, timeout)
-    if outcome.outcome in (reach.OK, reach.REFUSED):
-        return None
-    return reach_error(outcome, site.hostname)
+    site = probe.site
+    tls = "https" in (probe.params.get("variants") or ("https",))
+    return engine_preflight(ip, site.https_port if tls else site.http_port, site.hostname,
+                            settings.SCAN_NETWORK_TIMEOUT, tls=tls)
 
 
 def spec_for(probe, checked_ip: str):
@@ -94,7 +92,8 @@ def spec_for(probe, checked_ip: str):
                      path=probe.params.get("path", "/"), ip=ip,
                      ca_pem=site.organization.custom_ca_pem or None, runs=probe.params.get("runs", 5),
                      timeout_s=float(settings.PROBE_LOAD_TIMEOUT),
-                     variants=tuple(probe.params.get("variants") or ("https", "http")))
+                     variants=tuple(probe.params.get("variants") or ("https", "http")),
+                     deadline_s=max(1.0, float(settings.PROBE_SOFT_TIME_LIMIT - ENGINE_MARGIN_S)))
 
 
 def probe_and_store(probe, spec) -> str:

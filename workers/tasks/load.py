@@ -8,6 +8,7 @@ stores the step on the row and sends the next step's chord. All names are under
 """
 
 import logging
+import time
 from contextlib import suppress
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from workers.celery import app
 log = logging.getLogger(__name__)
 LOCK_WAIT_SECONDS = 5
 LOCK_MARGIN_SECONDS = 120
+STALL_MARGIN_S = 5.0
 
 
 @app.task(name="workers.tasks.load.start_run", bind=True, acks_late=True, max_retries=60)
@@ -73,15 +75,12 @@ def unreachable(run, ip: str):
     on the whole exchange: a silent, dropping, trickling or non-TLS server fails the run in seconds,
     with the reason, before any agent starts (their per-request timeouts would take n/c x timeout_s).
     A refused port is left to the engine: it fails as fast and says so already."""
-    from workers.tls import reach
-    from workers.tls.errors import reach_error
+    from workers.tls.reach import engine_preflight
 
-    timeout = settings.SCAN_NETWORK_TIMEOUT
     for scheme, port in run_ports(run):
-        outcome = reach.check_tls(ip, port, run.site.hostname, timeout) if scheme == "https" else \
-            reach.check_tcp(ip, port, timeout)
-        if outcome.outcome not in (reach.OK, reach.REFUSED):
-            return reach_error(outcome, run.site.hostname)
+        problem = engine_preflight(ip, port, run.site.hostname, settings.SCAN_NETWORK_TIMEOUT, tls=scheme == "https")
+        if problem is not None:
+            return problem
     return None
 
 
@@ -104,8 +103,10 @@ def plan_steps(run, ip: str) -> list[dict]:
         return plans.sweep_steps(run.params, ports)
     from workers.load.handshake import matrix_suites
 
+    # Its probe handshakes end, with the plan, within the stall bound: a server that stalls them all fails here.
     suites, why_none = matrix_suites(site.hostname, site.https_port, ip, run.params["versions"],
-                                     run.params["suites"] or None)
+                                     run.params["suites"] or None,
+                                     deadline=time.monotonic() + settings.LOAD_STALL_SECONDS)
     steps = plans.handshake_steps(run.params, suites)
     if not steps:
         raise ValueError("; ".join(f"TLS {v}: {why}" for v, why in why_none.items()))
@@ -181,14 +182,26 @@ def run_load_share(run, step: dict, share: dict, cancel, counter) -> dict:
     from workers.load.client import run_load
     from workers.load.spec import LoadSpec
 
-    remaining = (run.deadline_at - timezone.now()).total_seconds() if run.deadline_at else None
-    limits = [limit for limit in (step.get("time_limit_s"), max(1.0, remaining) if remaining is not None else None)
-              if limit is not None]
+    timeout_s = float(run.params.get("timeout_s", 10))
+    limits = [limit for limit in (step.get("time_limit_s"), time_left(run)) if limit is not None]
     spec = LoadSpec(scheme=step["scheme"], host=run.host, port=step["port"], path=step["path"], ip=run.ip,
                     requests=share["requests"], concurrency=share["concurrency"],
-                    keepalive=step["mode"] == "keepalive", timeout_s=float(run.params.get("timeout_s", 10)),
-                    time_limit_s=min(limits) if limits else None)
+                    keepalive=step["mode"] == "keepalive", timeout_s=timeout_s,
+                    time_limit_s=min(limits) if limits else None, stall_s=stall_after(timeout_s))
     return run_load(spec, cancel=cancel, on_progress=counter).to_dict()
+
+
+def time_left(run) -> float | None:
+    """Seconds until the run's deadline (its organization's max duration from the claim), at least 1."""
+    remaining = (run.deadline_at - timezone.now()).total_seconds() if run.deadline_at else None
+    return max(1.0, remaining) if remaining is not None else None
+
+
+def stall_after(timeout_s: float) -> float:
+    """The progress deadline of a step (LOAD_STALL_SECONDS): a server that lets every request time out
+    for that long (dead, stalling, trickling) ends the run, whatever its size. Always longer than one
+    request or handshake may take, so that a single timeout never ends a run by itself."""
+    return max(float(settings.LOAD_STALL_SECONDS), timeout_s + STALL_MARGIN_S)
 
 
 def run_handshake_share(run, step: dict, share: dict, cancel, counter) -> dict:
@@ -197,7 +210,8 @@ def run_handshake_share(run, step: dict, share: dict, cancel, counter) -> dict:
 
     spec = HandshakeSpec(host=run.host, port=run.site.https_port, ip=run.ip, version=step["version"],
                          suite=step["suite"], agents=share["agents"], per_agent=step["per_agent"],
-                         resume=step["resume"])
+                         resume=step["resume"], time_limit_s=time_left(run),
+                         stall_s=stall_after(HandshakeSpec.timeout_s))
     return run_handshakes(spec, cancel=cancel, on_progress=counter)
 
 
@@ -257,6 +271,8 @@ def merged_entry(step: dict, index: int, results: list[dict]) -> dict:
 def step_problem(run, entry: dict) -> tuple[str, str] | None:
     """A step where nothing got through ends the run: say why, in the site owner's words."""
     result = entry["result"]
+    if result.get("stalled"):
+        return "stalled", stalled_message(run, entry)
     if result.get("cancelled"):
         return None  # stopped or out of time: ended_early() says which
     if "counters" in result:
@@ -271,6 +287,18 @@ def step_problem(run, entry: dict) -> tuple[str, str] | None:
         failures = ", ".join(f"{k}: {v}" for k, v in result["failures"].items())
         return "handshake_failed", f"No TLS {result.get('version')} handshake with {run.host} succeeded ({failures})."
     return None
+
+
+def stalled_message(run, entry: dict) -> str:
+    """A step its progress deadline ended: every request (or handshake) timed out for that long."""
+    result = entry["result"]
+    stall = stall_after(float(run.params.get("timeout_s", 10)))  # handshake runs: 10 s, HandshakeSpec's
+    if "counters" in result:
+        where = f"{entry['scheme']}://{run.host}:{entry_port(run, entry)}"
+        return (f"Every request to {where} timed out for {stall:g} s, so the run was stopped: the server stalls, "
+                "or sends its responses a few bytes at a time.")
+    return (f"Every TLS {result.get('version')} handshake with {run.host} timed out for {stall:g} s, so the run "
+            "was stopped: the server stalls handshakes, or sends them a few bytes at a time.")
 
 
 def describe_error(key: str, count: int, run) -> str:

@@ -20,6 +20,7 @@ from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
+from workers.tls.deadline import Deadline, one_connection
 from workers.tls.errors import TargetError
 from workers.tls.target import resolve_target
 
@@ -28,7 +29,7 @@ MAX_CERT_BYTES = 64 * 1024
 
 def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostname: str, *,
                      allow_private: bool, timeout: float,
-                     resolver: tuple[str, int] | None = None) -> CertificateDeployment:
+                     resolver: tuple[str, int] | None = None, deadline: Deadline | None = None) -> CertificateDeployment:
     """`facts_deployment` with trust re-derived from an AIA-fetched issuer, or unchanged."""
     if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
         return facts_deployment
@@ -38,7 +39,8 @@ def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostna
     if url is None:
         return facts_deployment
     try:
-        issuer = fetch_certificate(url, allow_private=allow_private, timeout=timeout, resolver=resolver)
+        issuer = fetch_certificate(url, allow_private=allow_private, timeout=timeout, resolver=resolver,
+                                   deadline=deadline)
     except (OSError, ValueError, TargetError):
         return facts_deployment
     if not issued_by(top, issuer):
@@ -74,14 +76,17 @@ def ca_issuers_url(cert: x509.Certificate) -> str | None:
 
 
 def fetch_certificate(url: str, *, allow_private: bool, timeout: float,
-                      resolver: tuple[str, int] | None = None) -> x509.Certificate:
-    """HTTP/1.0 GET to the IP the guard approved (no second lookup), DER or PEM body."""
+                      resolver: tuple[str, int] | None = None, deadline: Deadline | None = None) -> x509.Certificate:
+    """HTTP/1.0 GET to the IP the guard approved (no second lookup), DER or PEM body; the exchange
+    within one connection's lifetime (and the audit's deadline): the URL is the certificate's, so
+    the server at the other end may be anyone's, trickling included."""
     parts = urlsplit(url)
-    target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private, timeout=timeout,
-                            resolver=resolver)
+    limit = one_connection(timeout, deadline)
+    target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private,
+                            timeout=max(0.1, min(timeout, limit.remaining())), resolver=resolver)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\nUser-Agent: TLSAudit\r\n\r\n".encode("ascii")
-    with socket.create_connection((target.ip, target.port), timeout=timeout) as sock:
+    with limit.connect(target.ip, target.port, timeout) as sock:
         sock.sendall(request)
         raw = read_limited(sock, MAX_CERT_BYTES + 4096)
     head, _, body = raw.partition(b"\r\n\r\n")

@@ -26,6 +26,7 @@ WIRE_SILENT = "silent"      # connected, the server never sent a byte
 WIRE_HTTP = "http"          # answered our bytes with plain HTTP
 WIRE_TLS = "tls"            # answered with a TLS record (alert or handshake)
 WIRE_OTHER = "other"        # answered with something else (SSH banner, SMTP greeting...)
+WIRE_SSL2 = "ssl2"          # answered with an SSL 2.0 record (only sslyze can speak it)
 WIRE_CLOSED = "closed"      # closed the connection without a byte
 WIRE_REFUSED = "refused"
 WIRE_UNREACHABLE = "unreachable"
@@ -90,6 +91,34 @@ def classify_connectivity_error(
     if wire == WIRE_UNREACHABLE:
         return TargetError(CONNECTION_FAILED, f"{where} is unreachable from our scanner (no route to it).", detail)
     return TargetError(CONNECTION_FAILED, f"The connection to {where} failed.", detail)
+
+
+def speaks_no_tls(reach) -> bool:
+    """Did the pre-flight find no TLS at all: its handshake failed on first bytes that are HTTP or
+    another protocol, neither a TLS record nor an SSL 2.0 one? Then sslyze has nothing to find, and
+    each of its ~600 connections would only wait for the same bytes again."""
+    from workers.tls import reach as r
+
+    return reach.outcome == r.TLS_ERROR and reach.wire in (WIRE_HTTP, WIRE_OTHER)
+
+
+def deadline_error(ip: str, port: int, deadline_s: float, scan_deadline, elapsed_s: float) -> TargetError:
+    """sslyze was stopped by its deadline, or its connectivity test by a connection's lifetime
+    (`scan_deadline`: the sslyze phase's Deadline, which counted both)."""
+    where = _where(ip, port)
+    cut, limit = scan_deadline.cut_connections, scan_deadline.connection_s
+    if cut:
+        why = (f"{cut} of our connections {'was' if cut == 1 else 'were'} still unfinished after {limit:g} s: "
+               "the server stalls some handshakes, or sends its answers a few bytes at a time")
+    else:
+        why = "the server answers too slowly for the ~600 connections of a full audit"
+    if scan_deadline.overran:
+        message = f"The audit of {where} did not finish within its {deadline_s:g} s deadline: {why}."
+    else:
+        message = f"The audit of {where} was stopped after {elapsed_s:.0f} s: {why}."
+    detail = (f"deadline {deadline_s:g} s, scan stopped at {elapsed_s:.1f} s; {cut} connections cut at "
+              f"{limit:g} s, {scan_deadline.overran} operations stopped or refused at the deadline")
+    return TargetError(TIMEOUT, message + " Nothing was graded.", detail)
 
 
 def reach_error(reach, host: str) -> TargetError | None:

@@ -2,7 +2,8 @@
 the raw HSTS header, and what a port that is not TLS actually speaks.
 
 All of them connect to the pinned address only (never a name), send SNI = host, use a
-short per-socket timeout, and report "could not test" rather than guessing.
+short per-socket timeout within each connection's lifetime and the audit's deadline
+(workers/tls/deadline.py), and report "could not test" rather than guessing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
 from workers.tls import errors
+from workers.tls.deadline import Deadline, one_connection
 
 with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -31,6 +33,7 @@ _OP_LEGACY_SERVER_CONNECT = getattr(ssl, "OP_LEGACY_SERVER_CONNECT", 0x4)
 _ALL_CIPHERS = "ALL:COMPLEMENTOFALL:@SECLEVEL=0"
 ALPN_PROTOCOLS = ("h2", "http/1.1")
 _MAX_REDIRECTS = 4
+_SSL2_MESSAGES = (0x00, 0x04)   # SSL 2.0 ERROR, SERVER-HELLO
 _MAX_HEADER_BYTES = 65536
 
 
@@ -39,7 +42,12 @@ class Endpoint:
     host: str           # SNI and Host header
     ip: str             # where we connect, always
     port: int
-    timeout: float
+    timeout: float      # per socket operation
+    deadline: Deadline | None = None    # the audit's; without one, each connection's lifetime still holds
+
+    def connection(self) -> Deadline:
+        """The limit of one new connection: its lifetime, within the audit's deadline."""
+        return one_connection(self.timeout, self.deadline)
 
 
 @dataclass(frozen=True)
@@ -83,16 +91,19 @@ def _set_versions(context: ssl.SSLContext, protocol: str | None) -> None:
 
 
 def handshake(endpoint: Endpoint, context: ssl.SSLContext) -> Handshake:
-    with socket.create_connection((endpoint.ip, endpoint.port), timeout=endpoint.timeout) as raw:
-        with context.wrap_socket(raw, server_hostname=endpoint.host) as tls:
-            name, version, _ = tls.cipher()
-            return Handshake(cipher=name, version=version, alpn=tls.selected_alpn_protocol())
+    with open_tls(endpoint, context)[0] as tls:
+        name, version, _ = tls.cipher()
+        return Handshake(cipher=name, version=version, alpn=tls.selected_alpn_protocol())
 
 
-def open_tls(endpoint: Endpoint) -> ssl.SSLSocket:
-    raw = socket.create_connection((endpoint.ip, endpoint.port), timeout=endpoint.timeout)
+def open_tls(endpoint: Endpoint, context: ssl.SSLContext | None = None) -> tuple[ssl.SSLSocket, Deadline]:
+    """A TLS connection and its limit. Python's ssl bounds a whole handshake by the socket's timeout
+    (a deadline, unlike a plain recv), which is set from the limit just before it."""
+    limit = endpoint.connection()
+    raw = limit.connect(endpoint.ip, endpoint.port, endpoint.timeout)
     try:
-        return make_context().wrap_socket(raw, server_hostname=endpoint.host)
+        raw.settimeout(limit.timeout(endpoint.timeout))
+        return (context or make_context()).wrap_socket(raw, server_hostname=endpoint.host), limit
     except BaseException:
         raw.close()
         raise
@@ -235,9 +246,10 @@ def http_get(endpoint: Endpoint, path: str) -> tuple[int, dict[str, str]]:
     """One HTTP/1.1 request over TLS; the status and the headers (first value of each, lower-case names)."""
     request = (f"GET {path} HTTP/1.1\r\nHost: {_host_header(endpoint)}\r\nUser-Agent: TLSAudit\r\n"
                "Accept: */*\r\nConnection: close\r\n\r\n").encode("ascii")
-    with open_tls(endpoint) as tls:
+    tls, limit = open_tls(endpoint)
+    with tls:
         tls.sendall(request)
-        head = _read_head(tls)
+        head = _read_head(tls, limit, endpoint.timeout)
     return parse_response_head(head)
 
 
@@ -254,10 +266,12 @@ def parse_response_head(head: bytes) -> tuple[int, dict[str, str]]:
     return int(parts[1]), headers
 
 
-def _read_head(tls: ssl.SSLSocket) -> bytes:
+def _read_head(tls: ssl.SSLSocket, limit: Deadline, per_op: float) -> bytes:
+    """Up to the blank line; each read gets what is left of the connection's limit (a trickle
+    would otherwise get a byte in time, read after read)."""
     buffer = b""
     while b"\r\n\r\n" not in buffer and len(buffer) < _MAX_HEADER_BYTES:
-        chunk = tls.recv(4096)
+        chunk = limit.run(tls, per_op, tls.recv, 4096)
         if not chunk:
             break
         buffer += chunk
@@ -284,10 +298,10 @@ def _host_header(endpoint: Endpoint) -> str:
 
 # --- what does a port that failed TLS speak? -------------------------------------------------
 
-def diagnose_wire(ip: str, port: int, timeout: float) -> str:
+def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None = None) -> str:
     """Connect, send an HTTP HEAD and look at the first bytes back (see errors.WIRE_*)."""
     try:
-        sock = socket.create_connection((ip, port), timeout=timeout)
+        sock = one_connection(timeout, deadline).connect(ip, port, timeout)
     except ConnectionRefusedError:
         return errors.WIRE_REFUSED
     except (socket.timeout, TimeoutError):
@@ -312,6 +326,8 @@ def classify_first_bytes(first: bytes) -> str:
         return errors.WIRE_HTTP
     if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 0x03:
         return errors.WIRE_TLS     # a TLS alert or handshake record
+    if len(first) >= 3 and first[0] & 0x80 and first[2] in _SSL2_MESSAGES:
+        return errors.WIRE_SSL2    # a 2-byte SSL 2.0 record header, then ERROR or SERVER-HELLO
     return errors.WIRE_OTHER
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from tlsaudit.domain.netguard import parse_ip_literal
 from workers.tls import errors
+from workers.tls.deadline import MIN_CONNECTION_S, connection_limit
 from workers.tls.probes import classify_first_bytes, make_context
 
 OK = "ok"
@@ -39,7 +40,7 @@ RESET = "reset"
 CLOSED = "closed"
 TLS_ERROR = "tls_error"
 
-MIN_TOTAL_S = 10.0            # a handshake slower than this is broken, whatever the network
+MIN_TOTAL_S = MIN_CONNECTION_S    # a handshake slower than this is broken, whatever the network
 FIRST_BYTES = 16
 
 
@@ -67,7 +68,7 @@ class Reach:
 
 def check_tls(ip: str, port: int, host: str, timeout: float, total_s: float | None = None) -> Reach:
     """One TLS handshake with `host` as SNI at `ip`:`port`; never raises for network trouble."""
-    total_s = total_s or max(MIN_TOTAL_S, 3 * timeout)
+    total_s = total_s or connection_limit(timeout)
     started = time.monotonic()
     sock, failure = connect(ip, port, timeout, started)
     if failure is not None:
@@ -84,6 +85,18 @@ def check_tcp(ip: str, port: int, timeout: float) -> Reach:
         return failure
     sock.close()
     return Reach(OK, ip, port, timeout, _since(started))
+
+
+def engine_preflight(ip: str, port: int, host: str, timeout: float, tls: bool = True):
+    """The pre-flight of the load, handshake and probe engines (tasks and CLIs): one TLS handshake (a
+    TCP connect for plain HTTP). None when the engine may go on, else the TargetError to stop with.
+    Anything but a success or a refusal stops it: these engines offer what Python's and Chromium's
+    TLS offer, so a handshake that fails here fails there too, each after its own timeout. A refused
+    port is left to the engine, which fails as fast and says so."""
+    outcome = check_tls(ip, port, host, timeout) if tls else check_tcp(ip, port, timeout)
+    if outcome.outcome in (OK, REFUSED):
+        return None
+    return errors.reach_error(outcome, host)
 
 
 def connect(ip: str, port: int, timeout: float, started: float) -> tuple[socket.socket | None, Reach | None]:

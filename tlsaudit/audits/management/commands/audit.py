@@ -1,7 +1,8 @@
-"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE]
+"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE] [--deadline S]
 
 Runs one audit synchronously: no worker, no broker, no database write. Exit status 0 when the
-audit ran (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS...).
+audit ran (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS, not done
+by the deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
 """
 
 import ipaddress
@@ -19,6 +20,7 @@ from tlsaudit.domain.hostnames import AddressError, parse_address
 EXIT_OK, EXIT_FAILED = 0, 2
 # A per-socket timeout longer than the worker's hard limit (300 s by default) means nothing.
 MAX_TIMEOUT_S = 300
+MIN_DEADLINE_S, MAX_DEADLINE_S = 10, 3600
 
 
 class Command(BaseCommand):
@@ -36,11 +38,14 @@ class Command(BaseCommand):
         parser.add_argument("--pdf", metavar="FILE", help="also write the report as a PDF (printed by headless Chromium)")
         parser.add_argument("--timeout", default=str(settings.SCAN_NETWORK_TIMEOUT),
                             help="per-socket network timeout in whole seconds (default %(default)s)")
+        parser.add_argument("--deadline", default=str(settings.AUDIT_DEADLINE_SECONDS),
+                            help="the whole audit ends within this many seconds, finished or with an error "
+                                 "(default %(default)s)")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
         try:
-            host, port, ip, ca_file, timeout = self.parse_arguments(options)
+            host, port, ip, ca_file, timeout, deadline = self.parse_arguments(options)
         except ValueError as exc:
             return self.fail("invalid_argument", str(exc))
         from workers.tls.engine import run_scan  # loads sslyze: only for this command
@@ -49,7 +54,7 @@ class Command(BaseCommand):
         filter_sslyze_warnings()
         outcome = run_scan(host, port, ip=ip, ca_file=ca_file, allow_private=settings.ALLOW_PRIVATE_TARGETS,
                            network_timeout=timeout, max_retries=1,
-                           per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER)
+                           per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER, deadline_s=deadline)
         if outcome.error is not None:
             return self.fail(outcome.error.code, outcome.error.message, host=host, port=port,
                              duration_s=round(outcome.duration_s, 2))
@@ -88,7 +93,8 @@ class Command(BaseCommand):
                 raise ValueError(f"--ca-file: {ca_file} cannot be read ({exc.strerror})") from None
             if b"-----BEGIN CERTIFICATE-----" not in head:
                 raise ValueError(f"--ca-file: {ca_file} is not a PEM certificate file")
-        return address.hostname, address.port or 443, ip, ca_file, parse_timeout(options["timeout"])
+        return (address.hostname, address.port or 443, ip, ca_file, parse_timeout(options["timeout"]),
+                parse_deadline(options["deadline"]))
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
@@ -116,6 +122,16 @@ def parse_timeout(text) -> int:
     if not 1 <= timeout <= MAX_TIMEOUT_S:
         raise ValueError(f"--timeout must be between 1 and {MAX_TIMEOUT_S} seconds, got {timeout}")
     return timeout
+
+
+def parse_deadline(text) -> int:
+    try:
+        deadline = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--deadline: {text!r} is not a whole number of seconds") from None
+    if not MIN_DEADLINE_S <= deadline <= MAX_DEADLINE_S:
+        raise ValueError(f"--deadline must be between {MIN_DEADLINE_S} and {MAX_DEADLINE_S} seconds, got {deadline}")
+    return deadline
 
 
 def cli_json(outcome, report) -> dict:

@@ -1,18 +1,22 @@
 """python manage.py handshakes HOST[:PORT] [--ip IP] [--versions 1.2,1.3] [--suites S,...]
                              [--agents 10[,25,50]] [--per-agent 10] [--repeats 3] [--resume]
-                             [--ca-file PEM | --insecure] [--json]
+                             [--ca-file PEM | --insecure] [--deadline S] [--json]
 
 Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
 without a worker or the database: a discarded warm-up, then --repeats rounds of every cell with the
 versions interleaved. Per cell: the median handshake time over the repeats with its 95 % interval, and
 the rate over each cell's end-to-end wall time (set-up included); TLS 1.3 vs 1.2 signed, negative when
 TLS 1.3 is faster. The process's own start-up is reported apart. Like `loadtest`, certificates are not
-checked unless --ca-file is given. Exit 0 when it ran, 2 on bad arguments or when nothing connected
-(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+checked unless --ca-file is given. Exit 0 when it ran, 2 on bad arguments, when the pre-flight
+handshake fails (as for a run from the app), when nothing connected, when every handshake timed out
+for LOAD_STALL_SECONDS (`stalled`) or when the matrix was not done by its deadline (`deadline`, default
+CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The target passes the SSRF
+guard like `audit`.
 """
 
 import json
 import sys
+import time
 
 from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain import stats
@@ -22,6 +26,8 @@ from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
 from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
+MAX_DEADLINE_S = 3600
+STALL_MARGIN_S = 5.0
 MAX_AGENTS = 200
 MAX_PER_AGENT = 1000
 MAX_REPEATS = 20
@@ -51,16 +57,21 @@ class Command(command_base()):
         parser.add_argument("--ca-file", help="verify the certificate against this PEM CA file (plus system roots)")
         parser.add_argument("--insecure", action="store_true",
                             help="do not verify the certificate (the default, like ab; exclusive with --ca-file)")
+        parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
+                            help="end with an error if the matrix is not done after this many seconds "
+                                 "(default %(default)s)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             plan = parse_arguments(options)
         except ValueError as exc:
             return self.fail("invalid_argument", str(exc))
         from workers.load.handshake import HandshakeError, handshake_matrix  # engines load only for this command
         from workers.tls.errors import TargetError
+        from workers.tls.reach import engine_preflight
         from workers.tls.target import resolve_target
 
         try:
@@ -68,6 +79,10 @@ class Command(command_base()):
                                     allow_private=setting("ALLOW_PRIVATE_TARGETS"))
         except TargetError as exc:
             return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
+        problem = engine_preflight(target.ip, target.port, target.host, setting("SCAN_NETWORK_TIMEOUT"))
+        if problem is not None:
+            return self.fail(problem.code, problem.message, host=target.host, port=target.port, ip=target.ip)
+        stall_s = max(float(setting("LOAD_STALL_SECONDS")), plan["timeout"] + STALL_MARGIN_S)
         startup = startup_s()
         progress = Progress.for_command(self, self.as_json, unit="handshakes")
         try:
@@ -75,10 +90,16 @@ class Command(command_base()):
                                      suites=plan["suites"], agents_levels=plan["agents"],
                                      per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
                                      repeats=plan["repeats"], ca_file=plan["ca_file"],
-                                     insecure=plan["ca_file"] is None, on_progress=progress)
+                                     insecure=plan["ca_file"] is None, on_progress=progress,
+                                     deadline_s=max(0.001, started + plan["deadline"] - time.monotonic()),
+                                     stall_s=stall_s)
         except HandshakeError as exc:
             return self.fail("invalid_argument", str(exc))
         progress.finish(sum(c.get("count") or 0 for c in cells))   # timed ones (failures and priming aside)
+        ended = ended_early(cells, target, plan["deadline"], stall_s)
+        if ended is not None:
+            return self.fail(*ended, host=target.host, port=target.port, ip=target.ip,
+                             cells=[without_histograms(c) for c in cells])
         measured = [c for c in cells if not c.get("warmup")]
         if not any(c.get("count") for c in measured):
             return self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
@@ -116,6 +137,7 @@ def parse_arguments(options) -> dict:
     repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
     timeout = parse_int(options["timeout"], "--timeout", 1, 120)
     ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
+    deadline = parse_int(options["deadline"], "--deadline", 5, MAX_DEADLINE_S)
     cells = len(versions) * max(1, len(suites) or 6) * len(agents)
     if cells * per_agent * max(agents) * repeats > MAX_HANDSHAKES:
         raise ValueError(f"this run could make up to {cells * per_agent * max(agents) * repeats:,} handshakes; "
@@ -123,7 +145,7 @@ def parse_arguments(options) -> dict:
     return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
             "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
             "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
-            "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file}
+            "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file, "deadline": float(deadline)}
 
 
 def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
@@ -169,6 +191,20 @@ def check_suites(suites: list[str], versions: list[str]) -> None:
             raise ValueError(f"--suites: {exc}") from None
         if version not in versions:
             raise ValueError(f"--suites: {suite} is a TLS {version} suite but --versions does not include {version}")
+
+
+def ended_early(cells: list[dict], target, deadline_s: float, stall_s: float) -> tuple[str, str] | None:
+    """(code, message) when the stall bound or the deadline ended the matrix (cells with rounds left)."""
+    done = sum(c.get("count", 0) for c in cells)
+    if any(c.get("stalled") for c in cells):
+        return "stalled", (f"Every TLS handshake with {target.host} ({target.ip}:{target.port}) timed out for "
+                           f"{stall_s:g} s, so the run was stopped ({done} timed before): the server stalls "
+                           "handshakes, or sends them a few bytes at a time.")
+    if any(c.get("cancelled") for c in cells):
+        return "deadline", (f"The handshake matrix against {target.host} ({target.ip}:{target.port}) was not done "
+                            f"by its {deadline_s:g} s deadline ({done} handshakes timed): the server answers too "
+                            "slowly, or stalls some handshakes. Give --deadline more seconds for a larger run.")
+    return None
 
 
 def without_histograms(cell: dict) -> dict:

@@ -1,14 +1,18 @@
-"""python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS]
+"""python manage.py loadtest URL [--ip IP] [-n N] [-c C] [-k] [--timeout S] [-t SECONDS] [--deadline S]
                              [-H 'Name: value']... [--ca-file PEM | --insecure] [--processes P]
                              [-f 1.2|1.3] [-Z CIPHERS] [--repeats R] [--json]
 
+`ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
 `ab` for one URL, run now by workers.load.client without a worker or the database. Prints an
 ab-like report (ab's line labels, then µs lines ab cannot print, the end-to-end rate over the whole
 run with its set-up, and the process's own start-up apart) or one JSON object. With --repeats R the
 run is made R times after a warm-up: the report is the median run's, with the median rate and its
 95 % interval. On a terminal (and without --json) it prints ab's "Completed N requests". Exit 0 when
-the run happened (whatever the failures), 2 on bad arguments or when nothing could connect
-(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+the run happened (whatever the failures), 2 on bad arguments, when nothing could connect, when the
+pre-flight handshake fails (as for a run from the app), when every request times out for
+LOAD_STALL_SECONDS (`stalled`) or when the run is not done by its deadline (`deadline`; default
+CLI_DEADLINE_SECONDS, or -t + 30 s); with --json: {"error": {"code", "message"}, ...} and, for the
+last two, the partial "report". The target passes the SSRF guard like `audit`.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -34,6 +40,8 @@ MAX_REPEATS = 20
 WARMUP_REQUESTS = 50
 AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requests
 DEFAULT_REQUESTS = 100
+DEADLINE_AFTER_TIME_LIMIT_S = 30  # with -t, the default deadline leaves this much for start-up and the end
+STALL_MARGIN_S = 5.0              # the stall bound is at least one request timeout and this
 
 
 class Command(command_base()):
@@ -62,25 +70,36 @@ class Command(command_base()):
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             spec = parse_loadtest(options)
+            deadline_s = parse_deadline(options, spec.time_limit_s)
         except ValueError as exc:
             return fail(self, "invalid_argument", str(exc))
         spec, error = pin_target(spec)
+        if error is None:
+            error = preflight(spec)
         if error is not None:
             return fail(self, error.code, error.message, host=spec.host, port=spec.port)
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
 
         startup = startup_s()
         progress = Progress.for_command(self, self.as_json)
+
+        def cut_short(result: dict):
+            return ended_early(result, spec.time_limit_s, deadline_s)
+
         try:
-            reports = run_repeats(run_load, spec, options["_repeats"], progress)
+            reports, ended = run_repeats(run_load, spec, options["_repeats"], progress, started + deadline_s,
+                                         cut_short)
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
         report = typical(reports)
         if nothing_connected(report):
             return fail(self, "no_connection", no_connection_message(report), host=spec.host, port=spec.port,
                         ip=spec.ip, errors=report["errors"])
+        if ended is not None:
+            return fail(self, *ended, host=spec.host, port=spec.port, ip=spec.ip, report=report)
         cell = cell_summary([run_figures(r) for r in reports])
         if self.as_json:
             self.stdout.write(json.dumps({**cli_json(spec, report), "startup_s": startup, "repeats": len(reports),
@@ -90,22 +109,28 @@ class Command(command_base()):
         sys.exit(EXIT_OK)
 
 
-def run_repeats(run_load, spec, repeats: int, progress) -> list[dict]:
-    """One run like ab; with more repeats, a discarded warm-up first, then the runs back to back."""
+def run_repeats(run_load, spec, repeats: int, progress, deadline: float, cut_short) -> tuple[list[dict], tuple | None]:
+    """One run like ab; with more repeats, a discarded warm-up first, then the runs back to back, each within
+    what is left of `deadline` (a time.monotonic() instant). Returns the measured runs' reports and, when
+    `cut_short(result)` says the stall bound or the deadline ended a run, its (code, message): no run follows."""
     from dataclasses import replace
 
     queue = ([replace(spec, requests=max(spec.concurrency, min(spec.requests, WARMUP_REQUESTS)))] if repeats > 1
              else []) + [spec] * repeats
-    total, done, reports = sum(s.requests for s in queue), 0, []
+    total, done, reports, ended = sum(s.requests for s in queue), 0, [], None
     for index, run_spec in enumerate(queue):
         offset = done
-        result = run_load(run_spec, on_progress=lambda d, _t: progress(offset + d, total)).to_dict()
+        result = run_load(within(run_spec, deadline), on_progress=lambda d, _t: progress(offset + d, total)).to_dict()
         done += run_spec.requests
         progress(done, total)
         if repeats == 1 or index > 0:
             reports.append(ab_report(result))
+        ended = cut_short(result)
+        if ended is not None:
+            reports = reports or [ab_report(result)]   # the warm-up was cut: its partial report is all there is
+            break
     progress.finish(sum(r["complete_requests"] for r in reports))
-    return reports
+    return reports, ended
 
 
 def typical(reports: list[dict]) -> dict:
@@ -137,6 +162,9 @@ def startup_text(startup) -> str:
 
 def add_target_arguments(parser) -> None:
     parser.add_argument("--ip", help="connect to this IP instead of resolving the host")
+    parser.add_argument("--deadline", default=None,
+                        help=f"end with an error if the run is not done after this many seconds (default "
+                             f"{setting('CLI_DEADLINE_SECONDS')}; with -t, -t + {DEADLINE_AFTER_TIME_LIMIT_S})")
     parser.add_argument("-k", dest="keepalive", action="store_true",
                         help="keep-alive: reuse HTTP/1.1 connections (default: a new connection per request)")
     parser.add_argument("--timeout", default="30", help="seconds per request, connect included (default 30)")
@@ -287,6 +315,52 @@ def pin_target(spec):
     except TargetError as exc:
         return spec, exc
     return replace(spec, host=target.host, ip=target.ip), None
+
+
+def parse_deadline(options, time_limit_s: float | None = None) -> float:
+    """--deadline in seconds; by default CLI_DEADLINE_SECONDS, or long enough for -t to run out first."""
+    if options.get("deadline"):
+        return parse_seconds(options["deadline"], "--deadline", MAX_TIME_LIMIT_S + DEADLINE_AFTER_TIME_LIMIT_S)
+    if time_limit_s:
+        return time_limit_s + DEADLINE_AFTER_TIME_LIMIT_S
+    return float(setting("CLI_DEADLINE_SECONDS"))
+
+
+def preflight(spec):
+    """The app's pre-flight (one TLS handshake, or a TCP connect for http://): a TargetError, or None."""
+    from workers.tls.reach import engine_preflight
+
+    return engine_preflight(spec.ip, spec.port, spec.host, setting("SCAN_NETWORK_TIMEOUT"), tls=spec.scheme == "https")
+
+
+def stall_after(timeout_s: float) -> float:
+    return max(float(setting("LOAD_STALL_SECONDS")), timeout_s + STALL_MARGIN_S)
+
+
+def within(spec, deadline: float):
+    """`spec` bounded by the deadline (a time.monotonic() instant) and by the stall bound."""
+    left = max(0.001, deadline - time.monotonic())
+    limit = min(spec.time_limit_s, left) if spec.time_limit_s else left
+    return replace(spec, time_limit_s=limit, stall_s=stall_after(spec.timeout_s))
+
+
+def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> tuple[str, str] | None:
+    """(code, message) when the run was ended by the stall bound or the deadline, not by n or -t."""
+    spec, counters = result["spec"], result["counters"]
+    where = f"{spec['scheme']}://{spec['host']}:{spec['port']}{spec['path']}"
+    if result.get("stalled"):
+        return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({counters['timeouts']} "
+                           "timeouts, no answer), so the run was stopped: the server stalls, or sends its responses "
+                           "a few bytes at a time.")
+    done = counters["complete"] + counters["failed"] - counters["failed_length"]
+    if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
+        return "deadline", deadline_message(where, deadline_s, f"{done} of {spec['requests']} requests")
+    return None
+
+
+def deadline_message(where: str, deadline_s: float, done: str) -> str:
+    return (f"The run against {where} was not done by its {deadline_s:g} s deadline ({done}): the server answers "
+            "too slowly, or stalls some connections. Give --deadline more seconds for a longer run.")
 
 
 def nothing_connected(report: dict) -> bool:

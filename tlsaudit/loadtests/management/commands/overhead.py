@@ -1,6 +1,6 @@
 """python manage.py overhead HOST [--ip IP] [--http-port P] [--https-port P] [--path /]
                              [--levels 1,20,40] [-n N] [-t S] [--repeats R] [-k] [--timeout S]
-                             [--processes P] [--json]
+                             [--processes P] [--deadline S] [--json]
 
 What TLS costs a site, the seeds' way, measured soundly: after a discarded warm-up per side, R rounds
 (default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back
@@ -10,21 +10,25 @@ interval: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both 
 is faster; "no significant difference" when the interval spans 0; "too short to conclude" for runs
 under 1 s or 100 requests (tlsaudit.domain.abstats.sweep_summary, tlsaudit.domain.stats). Rates are
 end to end (set-up included); the process's own start-up is reported apart. No worker, no database.
-Exit 0 when the sweep ran, 2 on bad arguments or when a side could not connect at all.
+Exit 0 when the sweep ran, 2 on bad arguments, when a side could not connect at all or failed its
+pre-flight, or when a run stalled or the sweep was not done by its deadline (as `loadtest`).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from dataclasses import replace
 
 from tlsaudit.core.standalone import command_base
 from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, fail, no_connection_message,
-    nothing_connected, parse_common, parse_int, parse_seconds, pin_target)
+    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, deadline_message, ended_early,
+    fail, no_connection_message, nothing_connected, parse_common, parse_deadline, parse_int, parse_seconds,
+    pin_target, preflight, within)
 from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
 from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
@@ -58,11 +62,15 @@ class Command(command_base()):
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        started = time.monotonic()
         try:
             plan = parse_overhead(options)
+            deadline_s = parse_deadline(options)
         except ValueError as exc:
             return fail(self, "invalid_argument", str(exc))
         https_spec, error = pin_target(plan["specs"][0][1])
+        if error is None:
+            error = preflight(https_spec) or preflight(replace(https_spec, scheme="http", port=plan["http_port"]))
         if error is not None:
             return fail(self, error.code, error.message, host=plan["host"])
         from workers.load.client import LoadError, run_load  # the engine loads only for this command
@@ -70,9 +78,11 @@ class Command(command_base()):
         startup = startup_s()
         progress = Progress.for_command(self, self.as_json)
         try:
-            runs = run_sweep(run_load, plan, https_spec.ip, progress)
+            runs = run_sweep(run_load, plan, https_spec.ip, progress, (started + deadline_s, deadline_s))
         except LoadError as exc:
             return fail(self, "invalid_argument", str(exc))
+        except SweepEnded as ended:
+            return fail(self, ended.code, ended.message, host=plan["host"], ip=https_spec.ip)
         for run in runs:
             if nothing_connected(run["report"]):
                 return fail(self, "no_connection", f"{run['scheme'].upper()} at concurrency {run['concurrency']}: "
@@ -150,12 +160,21 @@ def parse_levels(text: str) -> list[int]:
     return levels
 
 
-def run_sweep(run_load, plan: dict, ip: str, progress: Progress | None = None) -> list[dict]:
+class SweepEnded(Exception):
+    """A run of the sweep stalled, or the sweep reached its deadline: (code, message)."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+def run_sweep(run_load, plan: dict, ip: str, progress: Progress | None = None,
+              deadline: tuple[float, float] | None = None) -> list[dict]:
     """1. A warm-up run per side (discarded). 2. Round after round: at every level, HTTP and HTTPS back
     to back, HTTP first in even rounds and HTTPS first in odd ones. Returns every measured run as
-    {"concurrency", "scheme", "repeat", "report"}."""
-    from dataclasses import replace
-
+    {"concurrency", "scheme", "repeat", "report"}. `deadline`: (time.monotonic() instant, its length in s);
+    each run gets what is left of it and the stall bound, and the first run they end stops the sweep
+    (SweepEnded)."""
     mode = "keepalive" if plan["keepalive"] else "new"
     specs = {c: replace(spec, ip=ip) for c, spec in plan["specs"]}
     warm_c = min(max(specs), WARMUP_CONCURRENCY)
@@ -169,8 +188,8 @@ def run_sweep(run_load, plan: dict, ip: str, progress: Progress | None = None) -
             which = "Warm-up" if repeat is None else f"Repeat {repeat + 1}/{plan['repeats']}"
             progress.note(f"{which}: {scheme.upper()} c={spec.concurrency} n={spec.requests} ({mode})")
         offset = done
-        report = ab_report(run_load(side, on_progress=(lambda d, _t: progress(offset + d, total)) if progress
-                                    else None).to_dict())
+        report = ab_report(run_bounded(run_load, side, deadline,
+                                       (lambda d, _t: progress(offset + d, total)) if progress else None))
         done += side.requests
         if progress is not None:
             progress(done, total)
@@ -185,6 +204,19 @@ def summary_of_runs(runs: list[dict], mode: str | None = None) -> dict:
     figures = [{"mode": mode or ("keepalive" if r["report"]["keepalive"] else "new"), "level": r["concurrency"],
                 "scheme": r["scheme"], "repeat": r["repeat"], **run_figures(r["report"])} for r in runs]
     return without_pairs(sweep_summary(figures))
+
+
+def run_bounded(run_load, spec, deadline: tuple[float, float] | None, on_progress=None) -> dict:
+    if deadline is None:
+        return run_load(spec, on_progress=on_progress).to_dict()
+    if time.monotonic() >= deadline[0]:  # the runs before this one took the whole deadline
+        where = f"{spec.scheme}://{spec.host}:{spec.port}{spec.path}"
+        raise SweepEnded("deadline", deadline_message(where, deadline[1], "this run did not start"))
+    result = run_load(within(spec, deadline[0]), on_progress=on_progress).to_dict()
+    ended = ended_early(result, spec.time_limit_s, deadline[1])   # a run stopped by its own -t is not cut
+    if ended is not None:
+        raise SweepEnded(*ended)
+    return result
 
 
 def side_json(report: dict) -> dict:

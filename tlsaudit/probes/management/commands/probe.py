@@ -1,9 +1,11 @@
-"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--json]
+"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--deadline S] [--json]
 
 Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, K times each
 (workers.browser.probe.run_probe) now, without a worker or the database. The other scheme uses
-its default port (443 / 80). Exit 0 when the probe ran, 2 on bad arguments or when it failed
-(with --json: {"error": {"code", "message"}}). The target passes the SSRF guard like `audit`.
+its default port (443 / 80). Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
+handshake (or TCP connect, for http://) fails as for a probe from the app, or when the probe failed,
+the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"error": {"code",
+"message"}}. The target passes the SSRF guard like `audit`.
 """
 
 import ipaddress
@@ -24,6 +26,7 @@ from tlsaudit.core.terminal import Progress, startup_line, startup_s
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
 MAX_TIMEOUT_S = 120
+MAX_DEADLINE_S = 3600
 COLUMNS = ("variant", "mode", "proto", "req", "bytes", "cached", "304", "dns", "connect", "tls", "ttfb",
            "DCL", "load")
 
@@ -39,6 +42,9 @@ class Command(BaseCommand):
         parser.add_argument("--runs", default="5", help="K loads of each variant x mode (default %(default)s)")
         parser.add_argument("--timeout", default=str(settings.PROBE_LOAD_TIMEOUT),
                             help="seconds per page load (default %(default)s)")
+        parser.add_argument("--deadline", default=str(settings.CLI_DEADLINE_SECONDS),
+                            help="the whole probe ends within this many seconds, done or with an error "
+                                 "(default %(default)s)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options):
@@ -51,6 +57,9 @@ class Command(BaseCommand):
         from workers.browser.spec import ProbeSpec
 
         spec = ProbeSpec(**spec_kwargs)
+        problem = preflight(spec, options["_scheme"])
+        if problem is not None:
+            return self.fail(problem.code, problem.message)
         startup = startup_s()
         progress = Progress.for_command(self, self.as_json, unit="page loads")
         result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS,
@@ -98,7 +107,7 @@ def parse_arguments(options) -> dict:
     options["_scheme"] = parts.scheme
     kwargs = {"host": host, "path": path, "ip": parse_ip(options.get("ip")),
               "ca_pem": read_ca_file(options.get("ca_file")), "runs": parse_runs(options["runs"]),
-              "timeout_s": parse_timeout(options["timeout"])}
+              "timeout_s": parse_timeout(options["timeout"]), "deadline_s": parse_deadline(options["deadline"])}
     kwargs["https_port" if parts.scheme == "https" else "http_port"] = port or (443 if parts.scheme == "https" else 80)
     return kwargs
 
@@ -145,6 +154,31 @@ def parse_timeout(text) -> float:
     if not math.isfinite(timeout) or not 1 <= timeout <= MAX_TIMEOUT_S:
         raise ValueError(f"--timeout must be between 1 and {MAX_TIMEOUT_S} seconds, got {text}")
     return timeout
+
+
+def parse_deadline(text) -> float:
+    try:
+        deadline = float(str(text).strip())
+    except ValueError:
+        raise ValueError(f"--deadline: {text!r} is not a number of seconds") from None
+    if not math.isfinite(deadline) or not 1 <= deadline <= MAX_DEADLINE_S:
+        raise ValueError(f"--deadline must be between 1 and {MAX_DEADLINE_S} seconds, got {text}")
+    return deadline
+
+
+def preflight(spec, scheme: str):
+    """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
+    resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself."""
+    from workers.tls.errors import TargetError
+    from workers.tls.reach import engine_preflight
+    from workers.tls.target import resolve_target
+
+    port = spec.https_port if scheme == "https" else spec.http_port
+    try:
+        target = resolve_target(spec.host, port, pinned_ip=spec.ip, allow_private=settings.ALLOW_PRIVATE_TARGETS)
+    except TargetError:
+        return None  # the engine refuses it with the same words, before starting Chromium
+    return engine_preflight(target.ip, port, target.host, settings.SCAN_NETWORK_TIMEOUT, tls=scheme == "https")
 
 
 def cli_json(result: dict, scheme: str) -> dict:
