@@ -64,9 +64,10 @@ class Request:
 
 
 @contextmanager
-def http_server(routes: dict, fallback=None, requests: list | None = None):
-    """Answers GET path (query ignored) from `routes`; other paths from `fallback(request)` if given
-    (a soft-404, an echo), else 404. Every request lands in `requests` when a list is given."""
+def http_server(routes: dict, fallback=None, requests: list | None = None, port: int = 0):
+    """Answers GET path (query ignored) from `routes` on 127.0.0.1:`port` (0: any free port, yielded);
+    other paths from `fallback(request)` if given (a soft-404, an echo), else 404. Every request lands in
+    `requests` when a list is given."""
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):
             request = Request(self.path, dict(self.headers.items()),
@@ -88,7 +89,7 @@ def http_server(routes: dict, fallback=None, requests: list | None = None):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -11,6 +11,7 @@ from html import escape
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from tests.hostile import closed_port
 from tests.loadtests.conftest import dns_server, http_server
@@ -345,3 +346,95 @@ def test_a_run_queued_before_the_site_was_repointed_sends_nothing(start_worker_o
     assert (run.status, run.error_code) == ("failed", "unverified"), run.error_message
     assert "changed since its owner proved control" in run.error_message and "No load was sent" in run.error_message
     assert trap.accepted == 0
+
+
+# --- a proof covers the server it was made at, not whatever the name points at later -------------
+
+def named_site(org, port: int) -> Site:
+    """shop.example.com, not pinned: every run resolves it (through the test's DNS server)."""
+    return Site.objects.create(organization=org, hostname="shop.example.com", http_port=port, https_port=closed_port())
+
+
+def run_against(site, start_worker_on):
+    from tests.ssrf.test_targets import wait_finished
+
+    run = services.queue_run(site, "load", {"requests": 3, "concurrency": 1, "scheme": "http"})
+    start_worker_on(("load",), concurrency=1)
+    return wait_finished(run)
+
+
+def load_requests(listener) -> list[bytes]:
+    """What a server got besides our proof fetches (GET /.well-known/…): the load."""
+    return [r for r in listener.requests if b"/.well-known/tlsaudit-" not in r.split(b"\r\n", 1)[0]]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_name_repointed_after_its_file_proof_sends_no_load_to_the_new_server(start_worker_on, org_a, settings):
+    """Given a name proven by the file at its owner's server (127.0.0.1), when the owner points the name at
+    somebody else's server (127.0.0.2, which answers everything 200) and starts a run, then the run fails,
+    saying why, and the other server saw nothing but the one proof fetch."""
+    from tests import hostile
+
+    where = ["127.0.0.1"]
+    with hostile.dns_server({"shop.example.com": lambda _asked: list(where)}) as dns:
+        settings.DNS_RESOLVER = dns.address
+        port = hostile.twin_port("127.0.0.2", "127.0.0.1")
+        site = named_site(org_a, port)
+        verification = verification_for(site)
+        with hostile.recording_http("127.0.0.2", port) as (_, victim):
+            with http_server({verification.file_path: (200, {}, verification.file_content)}, port=port):
+                assert check_now(site, "http").is_verified
+            assert verification_for(site).proved_ips == ["127.0.0.1"]
+            where[0] = "127.0.0.2"
+            run = run_against(site, start_worker_on)
+
+    assert (run.status, run.error_code) == ("failed", "unverified"), run.error_message
+    assert "now points at 127.0.0.2" in run.error_message and "No load was sent" in run.error_message
+    assert load_requests(victim) == [] and len(victim.requests) >= 1     # the proof was asked of it, nothing more
+    assert verification_for(site).proved_ips == ["127.0.0.1"]
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_dns_proof_alone_sends_no_load_to_a_server_that_does_not_serve_the_file(start_worker_on, org_a, settings):
+    """A TXT record shows control of a name; the attacker's name can point at a victim's address."""
+    from tests import hostile
+
+    with hostile.dns_server({"shop.example.com": ["127.0.0.2"]}) as dns, \
+            hostile.recording_http("127.0.0.2") as (port, victim):
+        settings.DNS_RESOLVER = dns.address
+        site = named_site(org_a, port)
+        verification = verification_for(site)
+        verification.record_pass("dns", timezone.now())     # as check_now records a TXT pass
+        verification.save()
+        run = run_against(site, start_worker_on)
+
+    assert (run.status, run.error_code) == ("failed", "unverified"), run.error_message
+    assert "did not serve the verification file" in run.error_message
+    assert load_requests(victim) == []
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_dns_proof_and_the_file_at_the_address_let_the_load_go_there(start_worker_on, org_a, settings):
+    """The control: the name's server serves the file, so the run goes, and the address is remembered."""
+    from tests import hostile
+
+    requests = []
+    with hostile.dns_server({"shop.example.com": ["127.0.0.1"]}) as dns:
+        settings.DNS_RESOLVER = dns.address
+        site = named_site(org_a, 1)
+        verification = verification_for(site)
+        routes = {verification.file_path: (200, {}, verification.file_content), "/": (200, {}, "ok")}
+        with http_server(routes, requests=requests) as port:
+            Site.objects.filter(pk=site.pk).update(http_port=port)
+            site.refresh_from_db()
+            verification = verification_for(site)
+            verification.record_pass("dns", timezone.now())
+            verification.save()
+            run = run_against(site, start_worker_on)
+
+    assert run.status == "done", run.error_message
+    assert verification_for(site).proved_ips == ["127.0.0.1"]
+    assert sum(r.path == "/" for r in requests) >= 3

@@ -46,6 +46,8 @@ class SiteVerification(models.Model):
     verified_at = models.DateTimeField(null=True, blank=True)
     proved_for = models.CharField(max_length=400, blank=True, default="",
                                   help_text="proof_subject(site) when it was proven")
+    # The addresses that served the file (a DNS record proves the name, not a server): load goes only there.
+    proved_ips = models.JSONField(default=list, blank=True)
     last_checked_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -68,12 +70,13 @@ class SiteVerification(models.Model):
         max_age = timedelta(days=settings.VERIFICATION_MAX_AGE_DAYS)
         return self.is_verified and (self.last_checked_at or self.verified_at) < timezone.now() - max_age
 
-    def record_pass(self, method: str, at) -> None:
+    def record_pass(self, method: str, at, ips=()) -> None:
         self.method, self.verified_at, self.last_checked_at = method, at, at
-        self.proved_for, self.last_error = proof_subject(self.site), ""
+        self.proved_for, self.proved_ips, self.last_error = proof_subject(self.site), sorted(set(ips)), ""
 
     def record_failure(self, message: str, at) -> None:
         self.verified_at, self.proved_for, self.last_checked_at, self.last_error = None, "", at, message
+        self.proved_ips = []
 
     @property
     def file_name(self) -> str:

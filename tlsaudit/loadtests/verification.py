@@ -37,6 +37,7 @@ class CheckResult:
     ok: bool
     method: str
     message: str   # for the site owner: what we found, or what to fix
+    ip: str = ""   # the address that served the file
 
 
 class FetchError(Exception):
@@ -57,11 +58,30 @@ def check_now(site, method: str | None = None) -> SiteVerification:
     results = [CHECKS[m](site, verification) for m in methods]
     passed = next((r for r in results if r.ok), None)
     if passed:
-        verification.record_pass(passed.method, timezone.now())
+        verification.record_pass(passed.method, timezone.now(), [passed.ip] if passed.ip else [])
     else:
         verification.record_failure(" ".join(r.message for r in results), timezone.now())
-    verification.save(update_fields=["method", "verified_at", "proved_for", "last_checked_at", "last_error"])
+    verification.save(update_fields=["method", "verified_at", "proved_for", "proved_ips", "last_checked_at",
+                                     "last_error"])
     return verification
+
+
+def address_unproven_reason(site, ip: str) -> str | None:
+    """Why no load may go to `ip` for `site` (None: it may). A proof of the name (a DNS record, or a file
+    served from another address) says nothing about the server the name points at now: whoever runs a
+    name can point it at anybody's server. So the address must have served the file; if it has not yet,
+    it is asked now (one GET), and a pass is remembered. A pinned site's proof was made at its pinned IP."""
+    verification = verification_for(site)
+    if site.pinned_ip or ip in verification.proved_ips:
+        return None
+    result = file_served_at(site, verification, ip)
+    if not result.ok:
+        return (f"{site.hostname} now points at {ip}, and that server did not serve the verification file: "
+                f"{result.message.removeprefix('HTTP file: ')} A DNS record or a file served elsewhere proves "
+                "the name, not the server the load would go to; serve the file there.")
+    verification.proved_ips = sorted({*verification.proved_ips, ip})
+    verification.save(update_fields=["proved_ips"])
+    return None
 
 
 # --- HTTP file ---------------------------------------------------------------------------
@@ -71,6 +91,11 @@ def check_http_file(site, verification: SiteVerification) -> CheckResult:
         ip = resolve_site_ip(site, site.http_port)
     except FetchError as exc:
         return CheckResult(False, "http", f"HTTP file: {exc}")
+    return file_served_at(site, verification, ip)
+
+
+def file_served_at(site, verification: SiteVerification, ip: str) -> CheckResult:
+    """The file, asked of `ip` itself over HTTP, then HTTPS (the name is sent as Host and SNI)."""
     problems = []
     for scheme, port in (("http", site.http_port), ("https", site.https_port)):
         url = f"{scheme}://{host_port(site.hostname, port, scheme)}{verification.file_path}"
@@ -81,7 +106,7 @@ def check_http_file(site, verification: SiteVerification) -> CheckResult:
             continue
         verdict = ownership.judge_file(body, verification.file_content)
         if verdict.ok:
-            return CheckResult(True, "http", f"Found the verification line at {url}.")
+            return CheckResult(True, "http", f"Found the verification line at {url}.", ip)
         problems.append(f"{url} answered, but {verdict.why}")
     return CheckResult(False, "http", "HTTP file: " + " ".join(problems))
 

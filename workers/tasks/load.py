@@ -28,6 +28,7 @@ def start_run(self, run_id: int) -> str:
     """1. load the queued run and check the site's proof still holds, 2. resolve and check the target,
     3. lock its ip:port(s), 4. plan the steps, 5. claim the row atomically, 6. send the first step's agents."""
     from tlsaudit.loadtests import services
+    from tlsaudit.loadtests import verification as proofs
     from tlsaudit.loadtests.models import LoadLimits, PerfRun
     from workers.tls.errors import TargetError
     from workers.tls.target import resolve_target
@@ -45,6 +46,10 @@ def start_run(self, run_id: int) -> str:
                                 allow_private=settings.ALLOW_PRIVATE_TARGETS, resolver=settings.DNS_RESOLVER)
     except TargetError as exc:
         services.fail(run, exc.code, exc.message)
+        return "failed"
+    unproven = proofs.address_unproven_reason(site, target.ip)   # the name may point elsewhere by now
+    if unproven:
+        services.fail(run, "unverified", f"{unproven} No load was sent.")
         return "failed"
     problem = unreachable(run, target.ip)
     if problem is not None:
