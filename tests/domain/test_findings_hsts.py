@@ -14,7 +14,7 @@ ROWS = [
     Row("hsts.invalid", make_facts(hsts_valid=False), "fail", "medium", 'max-age="soon"'),
     Row("hsts.disabled", make_facts(hsts_max_age=0), "fail", "medium", "max-age=0"),
     Row("hsts.short_max_age", make_facts(hsts_max_age=86400), "fail", "low", "max-age=86400 (1 days)"),
-    Row("hsts.include_subdomains", make_facts(), "fail", "low", "max-age=31536000"),
+    Row("hsts.include_subdomains", make_facts(), "info", "info", "max-age=31536000"),
     Row("hsts.preload_ready", make_facts(), "info", "info", "missing: includeSubDomains, preload"),
     Row("hsts.preload_ready",
         replace(make_facts(), hsts=Hsts("max-age=63072000; includeSubDomains; preload", 63072000, True, True)),

@@ -44,10 +44,10 @@ def _certificates(facts) -> list[str]:
     out = [" Certificates"]
     for dep in facts.certificates:
         leaf = dep.leaf
-        trusted = ", ".join(f"{t.store} {'ok' if t.trusted else 'NOT ok'}" for t in dep.trust)
+        trusted = ", ".join(f"{t.store} {'ok' if t.chain_trusted else 'NOT ok'}" for t in dep.trust)
         out += [f"   {leaf.subject}", f"     key {leaf.key_type} {leaf.key_bits}, signature {leaf.signature_hash},"
                 f" valid until {leaf.not_after:%Y-%m-%d}", f"     name matches: {dep.hostname_matches};"
-                f" chain complete: {dep.chain_complete}; trust: {trusted}"]
+                f" chain complete: {dep.chain_complete}; chain trust: {trusted}"]
     return out
 
 

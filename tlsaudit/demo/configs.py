@@ -27,7 +27,6 @@ STARTED_AT = datetime.fromisoformat("1999-09-09T09:09:09+00:00")
 DURATION_S = 4242.4242
 
 STORES = ("Mozilla", "Apple", "Android", "Windows")
-NAME_ERROR = "leaf certificate has no matching subjectAltName"
 SELF_SIGNED_ERROR = "self-signed certificate"
 ONE_YEAR, TWO_YEARS = 31536000, 63072000
 
@@ -166,8 +165,9 @@ def hsts_header(config: Config) -> str | None:
 def deployment(config: Config, cert: CertPeriod) -> CertificateDeployment:
     issuer = ISSUERS[cert.issuer]
     leaf = leaf_certificate(config, cert, issuer)
-    trusted = not config.self_signed and config.hostname_matches
-    error = "" if trusted else (SELF_SIGNED_ERROR if config.self_signed else NAME_ERROR)
+    # Stores judge the chain; a wrong name is hostname_matches' business (as the engine records it).
+    trusted = not config.self_signed
+    error = "" if trusted else SELF_SIGNED_ERROR
     chain = (leaf,) if config.self_signed else (leaf, intermediate_certificate(issuer))
     return CertificateDeployment(
         chain=chain, trust=tuple(TrustResult(store, trusted, error) for store in STORES),

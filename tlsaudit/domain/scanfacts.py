@@ -81,8 +81,14 @@ class Certificate:
 @dataclass(frozen=True)
 class TrustResult:
     store: str                      # "Mozilla", "Apple", "Android", "Windows", "Java", "Custom CA"
-    trusted: bool
+    trusted: bool                   # the chain, whatever the host name (that is hostname_matches)
     error: str = ""                 # sslyze's validation_error, as is
+
+    @property
+    def chain_trusted(self) -> bool:
+        """Facts stored before the engine re-checked name errors (workers/tls/certs.chain_trust)
+        say trusted=False with "no matching subjectAltName": their chain was judged good then too."""
+        return self.trusted or "no matching subjectaltname" in self.error.lower()
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,13 @@ which sslyze 6 provides.
 from __future__ import annotations
 
 import functools
+import ipaddress
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, padding, rsa
+from cryptography.x509 import DNSName, IPAddress
 
 from tlsaudit.domain.hostmatch import hostname_matches
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
@@ -101,16 +103,66 @@ def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     try:
         cert.verify_directly_issued_by(issuer)
         return True
-    except Exception:               # bad signature, or an algorithm cryptography cannot verify
+    except ValueError:              # an algorithm cryptography will not verify here: SHA-1, MD5
+        return _legacy_signature_verifies(cert, issuer)
+    except Exception:               # bad signature
         return False
 
 
-def trust_results(path_validation_results) -> tuple[TrustResult, ...]:
-    return tuple(
-        TrustResult(store=store_name(r.trust_store.name), trusted=r.was_validation_successful,
-                    error=r.validation_error or "")
-        for r in path_validation_results
-    )
+def _legacy_signature_verifies(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """verify_directly_issued_by refuses SHA-1; a SHA-1 leaf signed by a root is still *issued* by it,
+    and calling it "intermediate missing" would send the owner looking for the wrong fix."""
+    try:
+        key, algorithm = issuer.public_key(), cert.signature_hash_algorithm
+        if isinstance(key, rsa.RSAPublicKey):
+            key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), algorithm)
+        elif isinstance(key, ec.EllipticCurvePublicKey):
+            key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algorithm))
+        else:
+            return False
+        return True
+    except Exception:               # bad signature, or an algorithm even the primitives lack
+        return False
+
+
+def trust_results(path_validation_results, received: list[x509.Certificate]) -> tuple[TrustResult, ...]:
+    return tuple(chain_trust(r, received) for r in path_validation_results)
+
+
+def chain_trust(result, received: list[x509.Certificate]) -> TrustResult:
+    """Does this store trust the chain, whatever the host name?
+
+    cryptography's verifier checks the leaf's names first and stops there: "no matching
+    subjectAltName" hides whether the chain itself is good (an unknown root gives the same
+    text). So on a name error we verify again under a name the leaf does carry; the mismatch
+    itself is `hostname_matches`' business (grade M), not the store's (grade T).
+    """
+    store = store_name(result.trust_store.name)
+    error = result.validation_error or ""
+    if result.was_validation_successful or not _is_name_error(error):
+        return TrustResult(store=store, trusted=result.was_validation_successful, error=error)
+    subject = _own_name(received[0])
+    if subject is None:
+        return TrustResult(store=store, trusted=False, error="chain not checked: the leaf names no host")
+    again = result.trust_store.verify_certificate_chain(
+        [c.public_bytes(serialization.Encoding.PEM).decode("ascii") for c in received], subject)
+    return TrustResult(store=store, trusted=again.was_validation_successful, error=again.validation_error or "")
+
+
+def _is_name_error(error: str) -> bool:
+    return "no matching subjectaltname" in error.lower()
+
+
+def _own_name(leaf: x509.Certificate):
+    dns_names, ip_names = san_names(leaf)
+    usable = [n for n in dns_names if "*" not in n]
+    if usable:
+        return DNSName(usable[0])
+    if dns_names:                   # a wildcard: any name under it
+        return DNSName("x" + dns_names[0].lstrip("*"))
+    if ip_names:
+        return IPAddress(ipaddress.ip_address(ip_names[0]))
+    return None
 
 
 def store_name(sslyze_name: str) -> str:
@@ -168,18 +220,26 @@ def describe_deployment(deployment, hostname: str) -> CertificateDeployment:
     received = list(deployment.received_certificate_chain)
     return CertificateDeployment(
         chain=tuple(describe_certificate(c) for c in received),
-        trust=trust_results(deployment.path_validation_results),
+        trust=trust_results(deployment.path_validation_results, received),
         hostname_matches=leaf_matches(received[0], hostname),
         chain_in_order=deployment.received_chain_has_valid_order,
         chain_complete=chain_is_complete(received, deployment.path_validation_results),
         chain_has_anchor=_anchor_sent(received, deployment),
-        chain_has_sha1=deployment.verified_chain_has_sha1_signature,
+        chain_has_sha1=_chain_has_sha1(received, deployment),
         symantec_distrusted=deployment.verified_chain_has_legacy_symantec_anchor,
         ocsp_stapled=ocsp_check(deployment),
         must_staple=deployment.leaf_certificate_has_must_staple_extension,
         sct_count=deployment.leaf_certificate_signed_certificate_timestamps_count,
         is_ev=deployment.leaf_certificate_is_ev,
     )
+
+
+def _chain_has_sha1(received: list[x509.Certificate], deployment) -> bool:
+    """sslyze answers only for a verified chain; and cryptography refuses to verify SHA-1 chains, so
+    exactly the SHA-1 case came back unknown. Then the sent chain (roots aside) answers."""
+    if deployment.verified_chain_has_sha1_signature is not None:
+        return deployment.verified_chain_has_sha1_signature
+    return any(signature_hash_name(c) == "sha1" for c in received if not is_self_signed(c))
 
 
 def _anchor_sent(received: list[x509.Certificate], deployment) -> bool | None:

@@ -1,0 +1,95 @@
+"""Issue #18 item 7: what the report says about trust, chains and HSTS must match what is wrong.
+
+Real servers on 127.0.0.1 (openssl s_server, a Python HTTPS server), scanned by the engine."""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+import pki
+from tlsaudit.audits.textreport import render_text
+from tlsaudit.domain.audit_report import build_report
+from tlsaudit.domain.snippets import config_snippets
+from workers.tls.engine import run_scan
+
+
+def scan_local(host, port, **kwargs):
+    return run_scan(host, port, ip="127.0.0.1", allow_private=True, network_timeout=2, **kwargs)
+
+
+def test_a_name_mismatch_leaves_the_custom_ca_trust_of_a_valid_chain_ok(s_server, test_pki):
+    """Given a good chain to our root, scanned under a name the leaf does not carry."""
+    outcome = scan_local("wrong.example", s_server(), ca_file=str(test_pki.root_file))
+    (deployment,) = outcome.facts.certificates
+    custom = {t.store: t for t in deployment.trust}["Custom CA"]
+    assert deployment.hostname_matches is False
+    assert (custom.trusted, custom.error) == (True, "")
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert report.grade.grade == "M"
+    text = render_text(outcome.facts, report, outcome.duration_s)
+    assert "name matches: False" in text and "Custom CA ok" in text and "Custom CA NOT ok" not in text
+
+
+def test_a_name_mismatch_does_not_hide_an_unknown_root(s_server, test_pki, tmp_path):
+    """cryptography reports the name first even when the root is unknown: the chain must still be judged."""
+    stranger = pki.make_ca("Somebody Else's Root")
+    outcome = scan_local("wrong.example", s_server(), ca_file=str(pki.write_pem(tmp_path / "other.pem", stranger)))
+    (deployment,) = outcome.facts.certificates
+    custom = {t.store: t for t in deployment.trust}["Custom CA"]
+    assert custom.trusted is False and "subjectAltName" not in custom.error and custom.error
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert {t.kind for t in report.grade.trust_issues} == {"T", "M"}
+    assert report.grade.grade == "T"
+
+
+@pytest.fixture(scope="module")
+def sha1_leaf_from_root(tmp_path_factory):
+    """An RSA leaf signed with SHA-1 straight by a root (no intermediate exists). cryptography refuses
+    to sign SHA-1, so the OpenSSL command line signs it."""
+    folder = tmp_path_factory.mktemp("sha1")
+    root = pki.make_ca("SHA-1 Test Root", key="rsa2048")
+    leaf = pki.issue_leaf(root)
+    root_file, root_key = pki.write_pem(folder / "root.pem", root), pki.write_key(folder / "root.key", root)
+    leaf_key = pki.write_key(folder / "leaf.key", leaf)
+    (folder / "ext.cnf").write_text(
+        "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n"
+        "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+    env = {**os.environ, "OPENSSL_CONF": "/dev/null"}
+    run = lambda *args: subprocess.run(["openssl", *args], check=True, capture_output=True, env=env)  # noqa: E731
+    run("req", "-new", "-key", str(leaf_key), "-subj", "/CN=localhost", "-out", str(folder / "leaf.csr"))
+    run("x509", "-req", "-in", str(folder / "leaf.csr"), "-CA", str(root_file), "-CAkey", str(root_key),
+        "-set_serial", "7", "-sha1", "-days", "30", "-extfile", str(folder / "ext.cnf"), "-out", str(folder / "leaf.pem"))
+    return root_file, folder / "leaf.pem", leaf_key
+
+
+def test_a_sha1_leaf_issued_by_the_root_is_not_called_incomplete(s_server, sha1_leaf_from_root):
+    root_file, leaf_file, leaf_key = sha1_leaf_from_root
+    port = s_server("-cipher", "DEFAULT:@SECLEVEL=0", send_intermediate=False, cert=leaf_file, key=leaf_key)
+    outcome = scan_local("localhost", port, ca_file=str(root_file))
+    (deployment,) = outcome.facts.certificates
+    assert deployment.leaf.signature_hash == "sha1"
+    assert deployment.chain_complete is True            # nothing is missing between the leaf and its root
+    assert deployment.chain_has_sha1 is True
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert "trust.sha1" in {t.rule_id for t in report.grade.trust_issues}
+    assert "cap.incomplete_chain" not in {c.rule_id for c in report.grade.caps}
+    failing = {f.id for f in report.findings if f.status == "fail"}
+    assert "cert.sha1" in failing and "cert.chain_incomplete" not in failing
+    certificate_fix = next(r for r in report.recommendations if r.id == "cert.replace")
+    assert "SHA-1" in certificate_fix.why and "intermediate" not in certificate_fix.why
+
+
+def test_the_recommended_nginx_hsts_header_passes_our_own_hsts_checks(http_server, test_pki):
+    """Serve exactly the header our nginx snippet recommends, scan it, and read the HSTS verdicts."""
+    snippet = config_snippets("intermediate")["nginx"]
+    header = re.search(r'add_header Strict-Transport-Security "([^"]+)" always;', snippet).group(1)
+    port = http_server({"/": (200, {"Strict-Transport-Security": header})})
+    outcome = scan_local("localhost", port, ca_file=str(test_pki.root_file))
+    report = build_report(outcome.facts, outcome.mozilla)
+    hsts = {f.id: f.status for f in report.findings if f.id.startswith("hsts.")}
+    assert hsts["hsts.missing"] == "pass" and hsts["hsts.short_max_age"] == "pass"
+    assert "fail" not in hsts.values(), hsts
+    assert not [r for r in report.recommendations if r.id.startswith("hsts.")]
