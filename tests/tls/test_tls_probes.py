@@ -46,11 +46,6 @@ def test_suites_python_cannot_offer_go_last_with_a_note(s_server):
     assert "cannot offer" in preference.reason and legacy[0] in preference.reason
 
 
-def test_tls13_order_is_reported_as_not_measurable():
-    preference = probes.probe_preference(endpoint(1), "TLSv1.3", suites(SERVER_ORDER[:2], "TLSv1.3"))
-    assert preference.enforced is None and "TLS 1.3" in preference.reason
-
-
 def test_a_single_suite_has_no_order():
     preference = probes.probe_preference(endpoint(1), "TLSv1.2", suites(SERVER_ORDER[:1]))
     assert preference.enforced is None and "single suite" in preference.reason

@@ -31,13 +31,23 @@ def _suites(facts) -> list[str]:
             continue
         pref = facts.preferences.get(name)
         order = list(pref.order) if pref and pref.enforced else []
-        suites.sort(key=lambda s: order.index(s.name) if s.name in order else len(order))
-        out.append(f"   {name}{' (server order)' if order else ''}")
+        # Without a measured server order, list by name: any other order would read as a preference.
+        suites.sort(key=lambda s: (order.index(s.name) if s.name in order else len(order), "" if order else s.name))
+        out.append(f"   {name} ({_order_note(pref)})")
         for s in suites:
             info = classify(s)
             kx = f"{info.kx} {s.kx_bits}" if s.kx_bits else info.kx
             out.append(f"     {s.name:<48} {kx:<10} {s.key_size:>4} bits  {strength_label(info)}")
     return out
+
+
+def _order_note(pref) -> str:
+    if pref is not None and pref.enforced:
+        return "server order"
+    if pref is not None and pref.enforced is False:
+        return "no server order: the client chooses; listed by name"
+    why = (pref.reason.rstrip(".") if pref is not None and pref.reason else "not probed")
+    return f"order not measured: {why}; listed by name"
 
 
 def _certificates(facts) -> list[str]:

@@ -24,7 +24,7 @@ from workers.tls import aia
 from workers.tls import facts as convert
 from workers.tls import probes
 from workers.tls import reach as preflight
-from workers.tls import sslyze_sockets
+from workers.tls import sslyze_sockets, tls13
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit
 from workers.tls.errors import (TargetError, classify_connectivity_error, deadline_error, reach_error,
                                 speaks_no_tls, specific_reach_error)
@@ -300,6 +300,8 @@ def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoi
             preferences[protocol] = ServerPreference(
                 protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
                 reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
+        elif protocol == "TLSv1.3":     # Python's ssl cannot pick TLS 1.3 suites: our own ClientHello can
+            preferences[protocol] = tls13.probe_tls13_preference(endpoint, facts.suites_for(protocol))
         else:
             preferences[protocol] = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
         scan.report(name, DONE if preferences[protocol].enforced is not None else SKIPPED)
