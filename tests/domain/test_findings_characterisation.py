@@ -29,7 +29,7 @@ from tests.domain.factories import (
 )
 from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings
-from tlsaudit.domain.scanfacts import BAD, Check, ScanFacts
+from tlsaudit.domain.scanfacts import BAD, PQ_GROUPS, Check, PostQuantum, ScanFacts
 
 GOLDEN = Path(__file__).parent / "golden" / "findings.txt"
 
@@ -53,7 +53,10 @@ def wrecked_server() -> ScanFacts:
                        heartbleed=BAD, ccs_injection=BAD, robot=Check(BAD, value="VULNERABLE_WEAK_ORACLE"),
                        compression=BAD, fallback_scsv=BAD, secure_renegotiation=BAD, client_renegotiation=BAD,
                        extended_master_secret=BAD, session_id_resumption=BAD, session_ticket_resumption=BAD)
-    return replace(facts, curves=["secp160r1", "secp192r1"], alpn=["http/1.1"], timed_out_suite_tests=40)
+    no_pq = PostQuantum(Check(BAD, detail="Post-quantum key exchange needs TLS 1.3, which the server does not "
+                                          "offer."), rejected=PQ_GROUPS)
+    return replace(facts, curves=["secp160r1", "secp192r1"], alpn=["http/1.1"], timed_out_suite_tests=40,
+                   post_quantum=no_pq)
 
 
 def servers() -> dict[str, ScanFacts]:

@@ -70,3 +70,19 @@ def test_charlie_sees_only_his_own_portfolio(login, charlie, site_a, site_b):
     response = client.get(url(site_b.organization))
     assert [r.site for r in response.context["rows"]] == [site_b]
     assert "shop.example.com" not in response.content.decode()
+
+
+def test_the_post_quantum_column_and_the_pq_ready_count(login, alice, org_a, done_audit):
+    """Given one PQ-ready site, one probed and not ready, and one audited before the probe existed."""
+    from tlsaudit.domain.scanfacts import BAD, OK, Check, PostQuantum
+
+    ready, classic, old = (Site.objects.create(organization=org_a, hostname=h)
+                           for h in ("pq.example", "classic.example", "old.example"))
+    done_audit(ready, at=T0, post_quantum=PostQuantum(Check(OK), accepted=("X25519MLKEM768",), prefers_pq=True))
+    done_audit(classic, at=T0, post_quantum=PostQuantum(Check(BAD), rejected=("X25519MLKEM768",)))
+    done_audit(old, at=T0)
+    assert [Site.objects.get(pk=s.pk).pq_ready for s in (ready, classic, old)] == [True, False, None]
+    page = login(alice).get(url(org_a)).content.decode()
+    assert "PQ-ready: 1 of 3 sites (1 not tested)" in page
+    assert page.count('data-pq="ready"') == 1 and page.count('data-pq="no"') == 1
+    assert page.count('data-pq="untested"') == 1

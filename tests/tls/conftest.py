@@ -174,3 +174,13 @@ def blackhole_port():
 @pytest.fixture
 def closed_port() -> int:
     return free_port()          # bound then released: nothing listens there
+
+
+@pytest.fixture(scope="session")
+def go_tls_server(test_pki):
+    """Factory: a Go crypto/tls HTTPS server (tests/support/gotls); `go_tls_server(groups="X25519,P256")`."""
+    from tests.support.gotls import GoTlsServers, build_server
+
+    servers = GoTlsServers(build_server(), test_pki.chain_file, test_pki.key_file)
+    yield servers
+    servers.stop()

@@ -25,7 +25,7 @@ from tlsaudit.core.queue import QueueUnavailable, enqueue, messages_lost, queue_
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
-from tlsaudit.domain.scanfacts import ScanFacts
+from tlsaudit.domain.scanfacts import BAD, OK, ScanFacts
 
 AUDIT_TASK = "workers.tasks.audit.run_audit"
 ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
@@ -280,12 +280,12 @@ def done_summary(site_id: int) -> dict:
     from django.db.models import Min
 
     done = list(Audit.objects.filter(site_id=site_id, status=Audit.Status.DONE).order_by("-finished_at", "-pk")
-                .values_list("pk", "score")[:2])
+                .values_list("pk", "score", "facts__post_quantum__check__status")[:2])
     if not done:
-        return {"latest_score": None, "previous_score": None, "cert_expires_at": None}
+        return {"latest_score": None, "previous_score": None, "cert_expires_at": None, "pq_ready": None}
     expiry = AuditCertificate.objects.filter(audit_id=done[0][0], position=0).aggregate(first=Min("not_after"))
     return {"latest_score": done[0][1], "previous_score": done[1][1] if len(done) > 1 else None,
-            "cert_expires_at": expiry["first"]}
+            "cert_expires_at": expiry["first"], "pq_ready": {OK: True, BAD: False}.get(done[0][2])}
 
 
 def reap_abandoned(now=None, *, lost: bool | None = None) -> dict:

@@ -8,7 +8,8 @@ MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "inf
 
 def render_text(facts, report, duration_s: float) -> str:
     lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", ""]
-    lines += _protocols(facts) + [""] + _suites(facts) + [""] + _certificates(facts) + [""]
+    lines += _protocols(facts) + [""] + _suites(facts) + [""] + _post_quantum(facts) + [""]
+    lines += _certificates(facts) + [""]
     lines += _findings(report) + [""] + _grade(report)
     return "\n".join(lines) + "\n"
 
@@ -38,6 +39,24 @@ def _suites(facts) -> list[str]:
             info = classify(s)
             kx = f"{info.kx} {s.kx_bits}" if s.kx_bits else info.kx
             out.append(f"     {s.name:<48} {kx:<10} {s.key_size:>4} bits  {strength_label(info)}")
+    return out
+
+
+def _post_quantum(facts) -> list[str]:
+    pq = facts.post_quantum
+    out = [" Post-quantum key exchange"]
+    if pq is None or not pq.check.tested:
+        return out + [f"   not tested{': ' + pq.check.reason if pq else ''}"]
+    out.append(f"   post-quantum ready: {'yes' if pq.ready else 'no'}")
+    for name in (*pq.accepted, *pq.rejected):
+        out.append(f"     {name:<22} {'accepted' if name in pq.accepted else 'not accepted'}")
+    if pq.draft_kyber is not None:
+        out.append(f"     {'X25519Kyber768Draft00':<22} {'accepted' if pq.draft_kyber else 'not accepted'}"
+                   " (obsolete pre-standard draft, not counted)")
+    if pq.browser_choice:
+        out.append(f"   a browser offering X25519MLKEM768 first gets {pq.browser_choice}")
+    if pq.prefers_pq is not None:
+        out.append(f"   prefers X25519MLKEM768 over X25519: {'yes' if pq.prefers_pq else 'no'}")
     return out
 
 

@@ -715,6 +715,36 @@ def _rec_preload(ctx: _Context) -> _Draft | None:
         fixes=("hsts.preload_ready", "hsts.include_subdomains"), kind="performance")
 
 
+PQ_NGINX_CURVES = "X25519MLKEM768:X25519:prime256v1:secp384r1"
+
+
+def _rec_post_quantum(ctx: _Context) -> _Draft | None:
+    """Only when the probe ran and found no hybrid: no grade changes, so it is listed last of security."""
+    pq = ctx.facts.post_quantum
+    if pq is None or pq.check.status != BAD:
+        return None
+
+    def fix(f: ScanFacts) -> ScanFacts:
+        f = _copy(f)
+        f.post_quantum = dataclasses.replace(pq, check=Check(OK, detail=PREDICTED), accepted=("X25519MLKEM768",),
+                                             rejected=tuple(g for g in pq.rejected if g != "X25519MLKEM768"),
+                                             browser_choice="X25519MLKEM768", prefers_pq=True)
+        return f
+
+    tls13 = "" if ctx.facts.supports("TLSv1.3") else "Enable TLS 1.3 first (hybrid groups exist only there); then "
+    return _Draft(
+        id="kx.post_quantum", title="Offer post-quantum key exchange (X25519MLKEM768)",
+        why=("Browsers offer the hybrid X25519MLKEM768 first; this server takes "
+             f"{pq.browser_choice or 'a classical group'} instead, so recorded traffic could be decrypted by a "
+             "future quantum computer."),
+        change=(f"{tls13}Upgrade to OpenSSL 3.5 or later (or BoringSSL / Go 1.24+) and put the hybrid group first "
+                f"(nginx: ssl_ecdh_curve {PQ_NGINX_CURVES}; Apache: SSLOpenSSLConfCmd Curves {PQ_NGINX_CURVES}; "
+                "HAProxy 3.x: curves X25519MLKEM768:X25519:P-256). With an older OpenSSL nginx refuses to start on "
+                "the unknown name, so upgrade first."),
+        impact="Today's traffic stays secret even against a future quantum computer; the grade does not change.",
+        transform=fix, fixes=("kx.post_quantum",))
+
+
 _RECOMMENDERS: tuple[Callable[[_Context], _Draft | None], ...] = (
     _rec_certificate,
     _rec_named_check("heartbleed", "vuln.heartbleed", "Patch OpenSSL (Heartbleed) and replace the private key",
@@ -758,6 +788,7 @@ _RECOMMENDERS: tuple[Callable[[_Context], _Draft | None], ...] = (
     _rec_ocsp,
     _rec_ecdsa,
     _rec_resumption,
+    _rec_post_quantum,
     _rec_http2,
     _rec_preload,
 )

@@ -130,6 +130,27 @@ class Hsts:
     valid: bool = True              # False = header present but unparseable / no max-age
 
 
+# The hybrid post-quantum groups browsers send first (draft-ietf-tls-ecdhe-mlkem), and the
+# obsolete pre-standard one Chrome 124-130 sent (reported apart: it is being switched off).
+PQ_GROUPS = ("X25519MLKEM768", "SecP256r1MLKEM768", "SecP384r1MLKEM1024")
+PQ_DRAFT_GROUP = "X25519Kyber768Draft00"
+
+
+@dataclass(frozen=True)
+class PostQuantum:
+    """Our own TLS 1.3 probe (workers/tls/tls13.py): which hybrid post-quantum groups the server takes."""
+    check: Check                        # OK = accepts a standard hybrid ("post-quantum ready"), BAD = none
+    accepted: tuple[str, ...] = ()      # of PQ_GROUPS
+    rejected: tuple[str, ...] = ()      # of PQ_GROUPS
+    draft_kyber: bool | None = None     # accepts X25519Kyber768Draft00; None = not tested
+    browser_choice: str | None = None   # group picked for a browser's offer (X25519MLKEM768, then X25519)
+    prefers_pq: bool | None = None      # picks X25519MLKEM768 even when the client lists X25519 first
+
+    @property
+    def ready(self) -> bool | None:
+        return None if not self.check.tested else self.check.status == OK
+
+
 @dataclass
 class ScanFacts:
     host: str                       # ASCII (punycode) hostname, used for SNI and matching
@@ -151,6 +172,7 @@ class ScanFacts:
     trust_use_custom_ca: bool = False                        # the org supplied its own CA file
     hsts: Hsts | None = None                                 # None = headers not tested
     hsts_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
+    post_quantum: PostQuantum | None = None                  # None = not probed (audits before #18)
     # Named checks, keys fixed (see CHECK_NAMES). OK = good outcome.
     checks: dict[str, Check] = field(default_factory=dict)
     # sslyze command -> reason, for every command that errored
@@ -245,4 +267,12 @@ def _decode_facts(data: dict) -> ScanFacts:
     d["hsts"] = Hsts(**d["hsts"]) if d.get("hsts") else None
     d["hsts_check"] = _check(d.get("hsts_check"))
     d["checks"] = {k: _check(v) for k, v in d.get("checks", {}).items()}
+    d["post_quantum"] = _post_quantum(d.get("post_quantum"))
     return ScanFacts(**d)
+
+
+def _post_quantum(d: dict | None) -> PostQuantum | None:
+    if not d:
+        return None
+    return PostQuantum(**{**d, "check": _check(d.get("check")), "accepted": tuple(d.get("accepted", ())),
+                          "rejected": tuple(d.get("rejected", ()))})

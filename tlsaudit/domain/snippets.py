@@ -101,6 +101,8 @@ def _nginx(p: Profile, host: str, notes: list[str]) -> str:
         f"    # {p.name} configuration",
         f"    ssl_protocols {protocols};",
         f"    ssl_ecdh_curve {':'.join(p.tls_curves)};",
+        "    # post-quantum key exchange, with OpenSSL >= 3.5 only (older ones refuse the name):",
+        f"    # ssl_ecdh_curve X25519MLKEM768:{':'.join(p.tls_curves)};",
     ]
     if p.ciphers_openssl:
         if "TLSv1.0" in p.tls_versions:

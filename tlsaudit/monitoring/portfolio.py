@@ -81,10 +81,21 @@ def row_html(r: Row) -> str:
     return (f'<tr data-testid="portfolio-row" data-site="{r.site.pk}">'
             f'<td><a href="{escape(r.url)}">{escape(r.site.label)}</a>{tags}</td>'
             f'<td>{escape(r.site.last_grade) or "–"}</td><td data-trend="{r.trend}">{ARROWS.get(r.trend, "")}</td>'
-            f'<td>{days}</td><td>{r.audited}</td></tr>\n')
+            f'<td>{days}</td><td data-pq="{PQ_DATA[r.site.pq_ready]}">{PQ_CELLS[r.site.pq_ready]}</td>'
+            f'<td>{r.audited}</td></tr>\n')
 
 
 ARROWS = {"up": "↑", "down": "↓", "same": "→"}
+PQ_CELLS = {True: "yes", False: "no", None: "–"}
+PQ_DATA = {True: "ready", False: "no", None: "untested"}
+
+
+def pq_summary(rows: list[Row]) -> str:
+    """'PQ-ready: 12 of 40 sites' (and how many were never probed, which are not counted as 'no')."""
+    ready = sum(1 for r in rows if r.site.pq_ready)
+    untested = sum(1 for r in rows if r.site.pq_ready is None)
+    text = f"PQ-ready: {ready} of {len(rows)} site{'s' if len(rows) != 1 else ''}"
+    return text + (f" ({untested} not tested)" if untested else "")
 
 
 def worst_first(row: Row):

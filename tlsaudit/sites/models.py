@@ -42,6 +42,8 @@ class Site(models.Model):
     latest_score = models.PositiveSmallIntegerField(null=True, blank=True)
     previous_score = models.PositiveSmallIntegerField(null=True, blank=True)
     cert_expires_at = models.DateTimeField(null=True, blank=True, help_text="earliest leaf not_after")
+    pq_ready = models.BooleanField(null=True, blank=True,
+                                   help_text="accepts a hybrid post-quantum group; null = not tested")
 
     class Meta:
         constraints = [

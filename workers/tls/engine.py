@@ -19,7 +19,8 @@ from sslyze import (CertificateInfoExtraArgument, ScanCommandsExtraArguments, Sc
                     ServerNetworkLocation, ServerScanRequest, ServerScanResultAsJson)
 from sslyze.scanner.scanner_observer import ScannerObserver
 
-from tlsaudit.domain.scanfacts import NOT_TESTED, Check, Hsts, ScanFacts, ServerPreference
+from tlsaudit.domain.scanfacts import (BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts,
+                                      ServerPreference)
 from workers.tls import aia
 from workers.tls import facts as convert
 from workers.tls import probes
@@ -287,6 +288,20 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> No
     with scan.phase("hsts", report=False):
         facts.hsts, facts.hsts_check = measure_hsts(endpoint)
     scan.report("hsts", DONE if facts.hsts_check.tested else ERROR)
+    with scan.phase("post_quantum", report=False):
+        facts.post_quantum = measure_post_quantum(facts, endpoint)
+    scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
+
+
+def measure_post_quantum(facts: ScanFacts, endpoint: probes.Endpoint) -> PostQuantum:
+    """Hybrid groups exist in TLS 1.3 only: without it the answer is no, with nothing to probe."""
+    if not facts.protocol_tested("TLSv1.3"):
+        return PostQuantum(Check(NOT_TESTED, reason="TLS 1.3 support is unknown, so post-quantum groups were "
+                                                    "not probed."))
+    if not facts.supports("TLSv1.3"):
+        return PostQuantum(Check(BAD, detail="Post-quantum key exchange needs TLS 1.3, which the server does "
+                                             "not offer."), rejected=PQ_GROUPS)
+    return tls13.probe_post_quantum(endpoint)
 
 
 def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 
-from tlsaudit.domain.scanfacts import CipherSuite, ServerPreference
+from tlsaudit.domain.scanfacts import (BAD, NOT_TESTED, OK, PQ_DRAFT_GROUP, PQ_GROUPS, Check, CipherSuite,
+                                      PostQuantum, ServerPreference)
 from workers.tls import hello
 from workers.tls.probes import Endpoint, short_error
 
@@ -60,3 +61,50 @@ def _describe(answer: hello.ServerAnswer) -> str:
     if answer.kind == "closed":
         return "the connection closed"
     return f"{answer.kind} version {answer.version_name}"
+
+
+# --- post-quantum key exchange ----------------------------------------------------------------------
+
+_ALL_TLS13_SUITES = (0x1301, 0x1302, 0x1303)
+_BROWSER_GROUPS = (0x11EC, 0x001D, 0x0017, 0x0018)      # Chrome 131+ / Firefox 132+: hybrid first
+_BROWSER_SHARES = (0x11EC, 0x001D)
+
+
+def probe_post_quantum(endpoint: Endpoint) -> PostQuantum:
+    """Which hybrid groups the server accepts, and whether it prefers one.
+
+    1. Each hybrid (and the obsolete Kyber draft) offered alone, with its key share: a ServerHello
+       with that group = accepted; an alert or a hang-up = not.
+    2. A browser's offer (X25519MLKEM768 then X25519, a share for each): the group it picks.
+    3. The same groups with X25519 listed first: picking the hybrid anyway = it prefers post-quantum.
+    """
+    try:
+        accepted = [name for name in PQ_GROUPS if _accepts(endpoint, hello.GROUP_IDS[name])]
+        draft = _accepts(endpoint, hello.GROUP_IDS[PQ_DRAFT_GROUP])
+        browser = _group_picked(endpoint, _BROWSER_GROUPS, _BROWSER_SHARES)
+        prefers = None
+        if "X25519MLKEM768" in accepted:
+            prefers = _group_picked(endpoint, (0x001D, 0x11EC, 0x0017), (0x001D, 0x11EC)) == "X25519MLKEM768"
+    except (OSError, ValueError) as exc:
+        return PostQuantum(Check(NOT_TESTED, reason=f"The post-quantum probe failed: {short_error(exc)}"))
+    rejected = tuple(name for name in PQ_GROUPS if name not in accepted)
+    check = (Check(OK, detail=f"Accepts {', '.join(accepted)}; a browser offering X25519MLKEM768 gets {browser}.")
+             if accepted else Check(BAD, detail="Accepts none of " + ", ".join(PQ_GROUPS)
+                                    + f"; a browser offering X25519MLKEM768 gets {browser}."))
+    return PostQuantum(check, accepted=tuple(accepted), rejected=rejected, draft_kyber=draft,
+                       browser_choice=browser, prefers_pq=prefers)
+
+
+def _accepts(endpoint: Endpoint, group: int) -> bool:
+    spec = hello.ClientHelloSpec(suites=_ALL_TLS13_SUITES, groups=(group,), key_share_groups=(group,))
+    answer = hello.exchange(endpoint, spec)
+    return answer.kind == "server_hello" and answer.version == 0x0304 and answer.group == group
+
+
+def _group_picked(endpoint: Endpoint, groups: Sequence[int], shares: Sequence[int]) -> str | None:
+    """The group of the ServerHello (or the one a HelloRetryRequest asks for); None when refused."""
+    answer = hello.exchange(endpoint, hello.ClientHelloSpec(suites=_ALL_TLS13_SUITES, groups=groups,
+                                                            key_share_groups=shares))
+    if answer.kind in ("server_hello", "hello_retry") and answer.group is not None:
+        return answer.group_name
+    return None

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from tlsaudit.domain.findings.registry import Context, Outcome, fail, ok, rule, untested
+from tlsaudit.domain.findings.registry import Context, Outcome, fail, info, ok, rule, untested
 from tlsaudit.domain.findings.shared import dh_summary, untested_protocols
-from tlsaudit.domain.scanfacts import NOT_TESTED
+from tlsaudit.domain.scanfacts import NOT_TESTED, OK
 
 
 @rule("kx.weak_dh", "medium", "Diffie-Hellman group smaller than 2048 bits", "DH groups are 2048 bits or more",
@@ -44,3 +44,23 @@ def weak_ecdh(ctx: Context) -> Outcome:
     if ctx.facts.curves_check.status == NOT_TESTED:
         return untested(ctx.facts.curves_check.reason)
     return ok("accepted curves: " + (", ".join(ctx.facts.curves) or "none"))
+
+
+@rule("kx.post_quantum", "info", "Not post-quantum ready", "Post-quantum ready",
+      "Browsers now offer a hybrid post-quantum key exchange (X25519MLKEM768) first. A server that "
+      "accepts it protects today's traffic against decryption by a future quantum computer "
+      "(\"harvest now, decrypt later\"). It needs OpenSSL 3.5 or later (nginx: ssl_ecdh_curve "
+      "X25519MLKEM768:X25519:...). No grade depends on it yet.")
+def post_quantum(ctx: Context) -> Outcome:
+    """Advice, not a fault (SSL Labs grades nothing on it yet): info when absent, never fail."""
+    pq = ctx.facts.post_quantum
+    if pq is None:
+        return untested("the post-quantum probe did not run (audits before it existed)")
+    if pq.check.status == NOT_TESTED:
+        return untested(pq.check.reason)
+    draft = "; also the obsolete X25519Kyber768Draft00" if pq.draft_kyber else ""
+    if pq.check.status == OK:
+        prefers = {True: "prefers it even when the client lists X25519 first",
+                   False: "takes it only when the client lists it first", None: ""}[pq.prefers_pq]
+        return ok(f"accepts {', '.join(pq.accepted)}" + (f"; {prefers}" if prefers else "") + draft)
+    return info(pq.check.detail + draft)
