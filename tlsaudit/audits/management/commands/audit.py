@@ -135,22 +135,7 @@ def parse_deadline(text) -> int:
 
 
 def cli_json(outcome, report) -> dict:
-    facts, grade = outcome.facts, report.grade
-    return {
-        "host": facts.host, "port": facts.port, "ip": facts.ip,
-        "grade": grade.grade, "grade_ignoring_trust": grade.grade_ignoring_trust, "score": grade.score,
-        "scores": dict(grade.scores),
-        "caps": [{"grade": c.grade, "reason": c.reason, "rule_id": c.rule_id} for c in grade.caps],
-        "warnings": [w.message for w in grade.warnings],
-        "trust_issues": [{"kind": t.kind, "reason": t.reason} for t in grade.trust_issues],
-        "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "status": f.status,
-                      "evidence": f.evidence} for f in report.findings],
-        "mozilla": {name: {"compliant": v.get("compliant"), "issues": v.get("issues", {})}
-                    for name, v in report.mozilla.items()},
-        "best_profile": report.best_profile,
-        "protocols": [p for p in facts.protocols if facts.supports(p)],
-        "recommendations": [{"id": r.id, "title": r.title, "predicted_grade": r.predicted_grade}
-                            for r in report.recommendations],
-        "predicted_grade": report.predicted.grade if report.predicted else None,
-        "duration_s": round(outcome.duration_s, 2),
-    }
+    """The whole report (tlsaudit/audits/jsonreport.py; schema in docs/audit-report.schema.json)."""
+    from tlsaudit.audits.jsonreport import audit_json
+
+    return audit_json(outcome.facts, report, outcome.duration_s)
