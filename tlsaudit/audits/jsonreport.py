@@ -49,13 +49,21 @@ def audit_json(facts, report, duration_s: float) -> dict:
         "hsts": _hsts(facts),
         "vulnerabilities": {name: {**_check(facts.check(name)), "title": CHECK_NAMES[name]}
                             for name in CHECK_NAMES if name not in _RESUMPTION},
-        "client_simulation": {"status": NOT_TESTED, "reason": "Client handshake simulation is not implemented yet "
-                                                              "(issue #18 item 1).", "clients": []},
+        "client_simulation": _client_simulation(facts.client_simulation),
         "target_profile": report.target_profile,
         "snippets": dict(report.snippets),
         "scan_errors": dict(facts.errors),
         "timed_out_suite_tests": facts.timed_out_suite_tests,
     }
+
+
+def _client_simulation(sims) -> dict:
+    if sims is None:
+        return {"status": NOT_TESTED, "reason": "not simulated (audits before client simulation existed)",
+                "clients": []}
+    return {"status": "ok", "reason": "", "clients": [
+        {"client": c.client, "label": c.label, "protocol": c.protocol, "suite": c.suite, "group": c.group,
+         "dh_bits": c.dh_bits, "error": c.error, "tested": c.tested} for c in sims]}
 
 
 def _check(check: Check | None) -> dict:

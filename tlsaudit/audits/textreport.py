@@ -9,7 +9,7 @@ MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "inf
 def render_text(facts, report, duration_s: float) -> str:
     lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", ""]
     lines += _protocols(facts) + [""] + _suites(facts) + [""] + _post_quantum(facts) + [""]
-    lines += _certificates(facts) + [""]
+    lines += _client_simulation(facts) + [""] + _certificates(facts) + [""]
     lines += _findings(report) + [""] + _grade(report)
     return "\n".join(lines) + "\n"
 
@@ -39,6 +39,19 @@ def _suites(facts) -> list[str]:
             info = classify(s)
             kx = f"{info.kx} {s.kx_bits}" if s.kx_bits else info.kx
             out.append(f"     {s.name:<48} {kx:<10} {s.key_size:>4} bits  {strength_label(info)}")
+    return out
+
+
+def _client_simulation(facts) -> list[str]:
+    out = [" Client simulation (recorded ClientHellos replayed)"]
+    if facts.client_simulation is None:
+        return out + ["   not simulated"]
+    for c in facts.client_simulation:
+        if c.protocol:
+            group = c.group or (f"DH {c.dh_bits}" if c.dh_bits else "-")
+            out.append(f"   {c.label:<28} {c.protocol:<8} {c.suite or '?':<44} {group}")
+        else:
+            out.append(f"   {c.label:<28} {'fails' if c.tested else 'not tested'}: {c.error}")
     return out
 
 

@@ -151,6 +151,19 @@ class PostQuantum:
         return None if not self.check.tested else self.check.status == OK
 
 
+@dataclass(frozen=True)
+class ClientHandshake:
+    """One recorded client's ClientHello replayed (workers/tls/clients.py): what it would negotiate."""
+    client: str                         # profile key, e.g. "chromium"
+    label: str                          # "Chromium 156 (Debian 12)"
+    protocol: str | None = None         # one of PROTOCOLS; None = the handshake fails
+    suite: str | None = None            # IANA name
+    group: str | None = None            # key-exchange group (TLS 1.3 key_share, TLS 1.2 ServerKeyExchange)
+    dh_bits: int | None = None          # TLS <= 1.2 DHE prime size
+    error: str = ""                     # why it fails, or why it could not be tested
+    tested: bool = True
+
+
 @dataclass
 class ScanFacts:
     host: str                       # ASCII (punycode) hostname, used for SNI and matching
@@ -173,6 +186,7 @@ class ScanFacts:
     hsts: Hsts | None = None                                 # None = headers not tested
     hsts_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
     post_quantum: PostQuantum | None = None                  # None = not probed (audits before #18)
+    client_simulation: list[ClientHandshake] | None = None   # None = not simulated (audits before #18)
     # Named checks, keys fixed (see CHECK_NAMES). OK = good outcome.
     checks: dict[str, Check] = field(default_factory=dict)
     # sslyze command -> reason, for every command that errored
@@ -268,6 +282,8 @@ def _decode_facts(data: dict) -> ScanFacts:
     d["hsts_check"] = _check(d.get("hsts_check"))
     d["checks"] = {k: _check(v) for k, v in d.get("checks", {}).items()}
     d["post_quantum"] = _post_quantum(d.get("post_quantum"))
+    sims = d.get("client_simulation")
+    d["client_simulation"] = None if sims is None else [ClientHandshake(**c) for c in sims]
     return ScanFacts(**d)
 
 

@@ -25,7 +25,7 @@ from workers.tls import aia
 from workers.tls import facts as convert
 from workers.tls import probes
 from workers.tls import reach as preflight
-from workers.tls import sslyze_sockets, tls13
+from workers.tls import clients, sslyze_sockets, tls13
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit
 from workers.tls.errors import (TargetError, classify_connectivity_error, deadline_error, reach_error,
                                 speaks_no_tls, specific_reach_error)
@@ -291,6 +291,8 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> No
     with scan.phase("post_quantum", report=False):
         facts.post_quantum = measure_post_quantum(facts, endpoint)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
+    with scan.phase("clients"):
+        facts.client_simulation = clients.simulate_clients(endpoint)
 
 
 def measure_post_quantum(facts: ScanFacts, endpoint: probes.Endpoint) -> PostQuantum:

@@ -11,6 +11,7 @@ that passes FIPS 203's input check (see `mlkem_encapsulation_key`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 from collections.abc import Sequence
@@ -48,7 +49,7 @@ HRR_RANDOM = bytes.fromhex("CF21AD74E59A6111BE1D8C021E65B891C2A211167ABB8C5E079E
 _EXT_SERVER_NAME, _EXT_GROUPS, _EXT_POINT_FORMATS, _EXT_SIG_ALGS = 0x0000, 0x000A, 0x000B, 0x000D
 _EXT_ALPN, _EXT_EMS, _EXT_VERSIONS, _EXT_PSK_MODES, _EXT_KEY_SHARE = 0x0010, 0x0017, 0x002B, 0x002D, 0x0033
 _EXT_RENEGOTIATION_INFO = 0xFF01
-_MAX_RECORDS = 8                  # the ServerHello is the first message: a few records at most
+_MAX_RECORDS = 16                 # ServerHello, then (TLS 1.2) certificates and the key exchange
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class ServerAnswer:
     server_share_bytes: int | None = None
     alert: int | None = None
     extensions: tuple[int, ...] = field(default=())
+    dh_bits: int | None = None            # TLS <= 1.2 DHE: the server's prime size
 
     @property
     def version_name(self) -> str | None:
@@ -207,13 +209,14 @@ def client_hello(host: str, spec: ClientHelloSpec) -> bytes:
 
 # --- the answer -------------------------------------------------------------------------------------
 
-def exchange(endpoint: Endpoint, spec: ClientHelloSpec) -> ServerAnswer:
-    """Send one ClientHello to the pinned address and read the server's first answer.
-    Raises OSError (timeouts included) when the connection itself fails."""
+def exchange(endpoint: Endpoint, spec: ClientHelloSpec, tls12_group: bool = False) -> ServerAnswer:
+    """Send one ClientHello to the pinned address and read the server's first answer; with
+    `tls12_group`, a TLS <= 1.2 answer also gets its ECDHE group (or DH size) from the
+    ServerKeyExchange. Raises OSError (timeouts included) when the connection itself fails."""
     limit = endpoint.connection()
     with limit.connect(endpoint.ip, endpoint.port, endpoint.timeout) as sock:
         sock.sendall(client_hello(endpoint.host, spec))
-        return read_answer(lambda n: _recv_exactly(sock, n))
+        return read_answer(lambda n: _recv_exactly(sock, n), tls12_group=tls12_group)
 
 
 def _recv_exactly(sock, count: int) -> bytes:
@@ -226,30 +229,63 @@ def _recv_exactly(sock, count: int) -> bytes:
     return data
 
 
-def read_answer(recv) -> ServerAnswer:
-    """Records until the ServerHello (possibly split over records) or an alert. `recv(n)` returns
-    up to n bytes, fewer only at the end of the stream."""
+class _Alert(Exception):
+    def __init__(self, answer: "ServerAnswer"):
+        self.answer = answer
+
+
+def _handshake_messages(recv):
+    """(type, body) of each plaintext handshake message, across records; raises _Alert on an alert."""
     buffer = b""
     for _ in range(_MAX_RECORDS):
         header = recv(5)
         if len(header) < 5:
-            return ServerAnswer("closed")
+            raise _Alert(ServerAnswer("closed"))
         content_type, length = header[0], struct.unpack("!H", header[3:5])[0]
         payload = recv(length)
         if len(payload) < length:
-            return ServerAnswer("closed")
+            raise _Alert(ServerAnswer("closed"))
         if content_type == 0x15:
-            return ServerAnswer("alert", alert=payload[1] if len(payload) > 1 else None)
+            raise _Alert(ServerAnswer("alert", alert=payload[1] if len(payload) > 1 else None))
         if content_type != 0x16:
-            raise ValueError(f"unexpected TLS record type {content_type} before the ServerHello")
+            return                                          # encrypted from here on (TLS 1.3) or CCS
         buffer += payload
-        if len(buffer) >= 4:
+        while len(buffer) >= 4 and len(buffer) >= 4 + struct.unpack("!I", b"\x00" + buffer[1:4])[0]:
             size = struct.unpack("!I", b"\x00" + buffer[1:4])[0]
-            if buffer[0] != 0x02:
-                raise ValueError(f"the server's first handshake message is type {buffer[0]}, not ServerHello")
-            if len(buffer) >= 4 + size:
-                return parse_server_hello(buffer[4:4 + size])
-    raise ValueError("no ServerHello within the first records")
+            yield buffer[0], buffer[4:4 + size]
+            buffer = buffer[4 + size:]
+
+
+def read_answer(recv, tls12_group: bool = False) -> ServerAnswer:
+    """Records until the ServerHello (possibly split over records) or an alert. `recv(n)` returns
+    up to n bytes, fewer only at the end of the stream."""
+    messages = _handshake_messages(recv)
+    try:
+        kind, body = next(messages, (None, b""))
+        if kind is None:
+            raise ValueError("no ServerHello within the first records")
+        if kind != 0x02:
+            raise ValueError(f"the server's first handshake message is type {kind}, not ServerHello")
+        answer = parse_server_hello(body)
+        if not tls12_group or answer.kind != "server_hello" or answer.version == 0x0304:
+            return answer
+        for kind, body in messages:
+            if kind == 12:                                  # ServerKeyExchange
+                return dataclasses.replace(answer, **_key_exchange_group(body))
+            if kind == 14:                                  # ServerHelloDone: static RSA, no ephemeral key
+                return answer
+    except _Alert as alert:
+        return alert.answer
+    return answer
+
+
+def _key_exchange_group(body: bytes) -> dict:
+    """ECDHE: curve_type 3 (named_curve) + group; DHE: the prime's length gives its size."""
+    if body[:1] == b"\x03" and len(body) >= 3:
+        return {"group": struct.unpack("!H", body[1:3])[0]}
+    if len(body) >= 2:
+        return {"dh_bits": struct.unpack("!H", body[:2])[0] * 8}
+    return {}
 
 
 def parse_server_hello(body: bytes) -> ServerAnswer:
@@ -277,3 +313,59 @@ def parse_server_hello(body: bytes) -> ServerAnswer:
     kind = "hello_retry" if random == HRR_RANDOM else "server_hello"
     return ServerAnswer(kind, version=version, suite=suite, group=group, server_share_bytes=share_bytes,
                         extensions=tuple(seen))
+
+
+# --- recorded clients: a ClientHello read back into what it offers ----------------------------------
+
+def is_grease(value: int) -> bool:
+    """RFC 8701 GREASE values (0x0A0A, 0x1A1A, ...): noise a server must ignore; not replayed."""
+    return (value & 0x0F0F) == 0x0A0A and (value >> 8) == (value & 0xFF)
+
+
+def parse_client_hello(record: bytes) -> dict:
+    """What a recorded ClientHello offers, GREASE dropped: suites, groups, key-share groups,
+    versions, signature algorithms, ALPN, in the client's order."""
+    body = record[5 + 4:] if record[0] == 0x16 else record[4:]
+    at = 2 + 32
+    at += 1 + body[at]                                          # session id
+    suites_len = struct.unpack("!H", body[at:at + 2])[0]
+    suites = [v for (v,) in struct.iter_unpack("!H", body[at + 2:at + 2 + suites_len])]
+    at += 2 + suites_len
+    at += 1 + body[at]                                          # compression methods
+    out = {"suites": suites, "groups": [], "key_share_groups": [], "versions": [struct.unpack("!H", body[:2])[0]],
+           "signature_algorithms": [], "alpn": []}
+    end = at + 2 + struct.unpack("!H", body[at:at + 2])[0]
+    at += 2
+    while at + 4 <= end:
+        kind, size = struct.unpack("!HH", body[at:at + 4])
+        data = body[at + 4:at + 4 + size]
+        if kind == _EXT_GROUPS:
+            out["groups"] = [v for (v,) in struct.iter_unpack("!H", data[2:])]
+        elif kind == _EXT_SIG_ALGS:
+            out["signature_algorithms"] = [v for (v,) in struct.iter_unpack("!H", data[2:])]
+        elif kind == _EXT_VERSIONS:
+            out["versions"] = [v for (v,) in struct.iter_unpack("!H", data[1:])]
+        elif kind == _EXT_KEY_SHARE:
+            shares, i = data[2:], 0
+            while i + 4 <= len(shares):
+                group, length = struct.unpack("!HH", shares[i:i + 4])
+                out["key_share_groups"].append(group)
+                i += 4 + length
+        elif kind == _EXT_ALPN:
+            names, i = data[2:], 0
+            while i < len(names):
+                out["alpn"].append(names[i + 1:i + 1 + names[i]].decode("ascii", "replace"))
+                i += 1 + names[i]
+        at += 4 + size
+    return {k: [v for v in values if not (isinstance(v, int) and is_grease(v))] for k, values in out.items()}
+
+
+def spec_from_profile(profile: dict) -> ClientHelloSpec:
+    """A recorded client's offer, with fresh key shares (ours: we cannot reuse its ephemeral keys)."""
+    shares = [g for g in profile["key_share_groups"] if g in _SHAREABLE]
+    return ClientHelloSpec(suites=profile["suites"], groups=profile["groups"], key_share_groups=shares,
+                           versions=profile["versions"], signature_algorithms=profile["signature_algorithms"],
+                           alpn=profile["alpn"])
+
+
+_SHAREABLE = (0x001D, 0x0017, 0x0018, 0x0019, 0x11EC, 0x11EB, 0x11ED, 0x6399)
