@@ -21,9 +21,18 @@ import time
 
 import pytest
 
-from tests.hostile_targets.conftest import (TARGETS, chromium_pids, client_sockets_to, foreign_chromium,
-                                            hostile_target, open_fds, settled, sslyze_threads)
+from tests.hostile_targets.conftest import (
+    TARGETS,
+    chromium_pids,
+    client_sockets_to,
+    foreign_chromium,
+    hostile_target,
+    open_fds,
+    settled,
+    sslyze_threads,
+)
 from tests.loadtests.conftest import verify
+from tests.support import waiting
 from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -85,13 +94,7 @@ def expected(target: str, path: str):
 # --- the three paths ----------------------------------------------------------------------------
 
 def wait_finished(row, timeout: float = BOUND_S + 30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row.refresh_from_db()
-        if row.is_finished:
-            return row
-        time.sleep(0.1)
-    raise AssertionError(f"{type(row).__name__} {row.pk} still {row.status} after {timeout} s")
+    return waiting.wait_finished(row, timeout, interval=0.1)
 
 
 def queue_audit(site, user):
