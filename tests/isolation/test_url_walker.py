@@ -61,7 +61,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "probes:csv": {**site, "probe_id": o["probe"].pk, "table": "loads"},
         "alerts:settings": {}, "alerts:add_webhook": {},
         "alerts:delete_webhook": {"pk": o["webhook"].pk}, "alerts:test_webhook": {"pk": o["webhook"].pk},
-        "reports:request_portfolio": {}, "reports:request_site": site,
+        "reports:request_portfolio": {}, "reports:request_site": site, "reports:branding": {},
         "reports:detail": {"report_id": o["report"].pk}, "reports:download": {"report_id": o["report"].pk},
         "audit_log": {},
         "monitoring:history": site, "monitoring:schedule": site, "monitoring:portfolio": {},
