@@ -50,7 +50,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "orgs:settings": {}, "orgs:invite": {},
         "orgs:revoke_invitation": {"pk": o["invitation"].pk},
         "orgs:change_role": {"pk": o["membership"].pk}, "orgs:remove_member": {"pk": o["membership"].pk},
-        "sites:list": {}, "sites:add": {}, "sites:import": {},
+        "sites:list": {}, "sites:add": {}, "sites:import": {}, "sites:audit_bulk": {},
         "sites:detail": site, "sites:edit": site, "sites:delete": site,
         "audits:run": site, "audits:detail": {**site, "audit_id": audit}, "audits:retry": {**site, "audit_id": audit},
         "loadtests:overview": site, "loadtests:verification": site, "loadtests:verification_check": site,
