@@ -70,7 +70,15 @@ def aim_at_lab(command: str, lab) -> str:
         command = re.sub(r"\bexample\.com(:\d+)?(?=\s|$)", f"localhost:{https}", command)
     if name != "overhead" and "--ca-file" not in command:
         command += f" --ca-file {ca}"
+    if name == "probe" and probe_takes_an_http_port():
+        command += f" --http-port {http}"   # the lab's HTTP side is not on port 80
     return command
+
+
+def probe_takes_an_http_port() -> bool:
+    """`probe` loads the other scheme on its default port unless it has --http-port (issue #17 item 12)."""
+    source = ROOT / "tlsaudit" / "probes" / "management" / "commands" / "probe.py"
+    return '"--http-port"' in source.read_text()
 
 
 def run(command: str, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess:
@@ -98,6 +106,10 @@ def test_a_one_target_command_runs_as_written_in_a_checkout(command, tls_lab, tm
         assert "error" not in json.loads(done.stdout)
     else:
         assert "localhost" in done.stdout, done.stdout[-2000:]
+    if command_name(command) == "probe":
+        assert re.search(r"^\s*https\s+cold\s", done.stdout, re.M), done.stdout   # Chromium loaded the page
+        if probe_takes_an_http_port():
+            assert "http failed" not in done.stdout, done.stdout
 
 
 def test_a_refused_loopback_target_names_the_variable_that_allows_it(tls_lab, tmp_path):
