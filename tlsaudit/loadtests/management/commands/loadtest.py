@@ -352,6 +352,11 @@ def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> t
         return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({counters['timeouts']} "
                            "timeouts, no answer), so the run was stopped: the server stalls, or sends its responses "
                            "a few bytes at a time.")
+    if counters["complete"] == 0 and counters["timeouts"] and counters["timeouts"] == counters["failed"]:
+        # a short run (the warm-up) can time out every request before the stall bound ends it
+        return "stalled", (f"Every request to {where} timed out ({counters['timeouts']} timeouts of "
+                           f"{spec['timeout_s']:g} s, no answer), so the run was stopped: the server stalls, or "
+                           "sends its responses a few bytes at a time.")
     done = counters["complete"] + counters["failed"] - counters["failed_length"]
     if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
         return "deadline", deadline_message(where, deadline_s, f"{done} of {spec['requests']} requests")
