@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool
@@ -176,9 +176,9 @@ def add_target_arguments(parser) -> None:
 
 def fail(command, code: str, message: str, **extra):
     if command.as_json:
-        command.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+        command.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
     else:
-        command.stderr.write(f"{command_name(command)} failed: {message}")
+        command.stderr.write(f"{command_name(command)} failed: {failure_text(code, message)}")
     sys.exit(EXIT_FAILED)
 
 
