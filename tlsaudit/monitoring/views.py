@@ -73,7 +73,8 @@ def _portfolio_context(request, org, window_form=None):
             "pq_summary": pq_summary(rows),
             "tag": tag, "grade": grade,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
-            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org")}
+            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
+            "can_run_audits": roles.can(org.role, "run_audits")}
 
 
 @login_required
