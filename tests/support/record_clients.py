@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from datetime import date
 from pathlib import Path
 
