@@ -154,7 +154,8 @@ def preference(protocol: str, *names: str, enforced: bool | None = True) -> Serv
 def make_facts(protocols=("TLSv1.2", "TLSv1.3"), suites=None, cert=None, certs=None, *,
                hsts_max_age: int | None = ONE_YEAR, hsts_valid: bool = True, hsts_tested: bool = True,
                not_tested_protocols=(), preferences=None, trust_use_custom_ca: bool = False,
-               host: str = HOST, started_at: datetime = NOW, post_quantum=None, **checks) -> ScanFacts:
+               host: str = HOST, started_at: datetime = NOW, post_quantum=None, client_simulation=None,
+               **checks) -> ScanFacts:
     """ScanFacts for `host`, A+ unless told otherwise.
 
     suites: CipherSuites or bare names (names go on TLSv1.2, or TLSv1.3 for 1.3 names);
@@ -175,6 +176,7 @@ def make_facts(protocols=("TLSv1.2", "TLSv1.3"), suites=None, cert=None, certs=N
         hsts_check=_hsts_check(hsts_max_age, hsts_valid, hsts_tested),
         checks=_checks(checks),
         post_quantum=post_quantum,
+        client_simulation=client_simulation,
     )
 
 
