@@ -42,3 +42,18 @@ def single_line(text: str, limit: int = 200) -> str:
     words = "".join(" " if is_control(c) else c for c in str(text)).split()
     line = " ".join(words)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def duration_words(seconds: float) -> str:
+    """'0.4 s', '12 s', '2 min 5 s', '1 h 3 min': a run's length for a person (Django's timesince
+    says '0 minutes' for anything under one)."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"

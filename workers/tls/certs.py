@@ -236,15 +236,15 @@ def _anchor_sent(received: list[x509.Certificate], deployment) -> bool | None:
 def ocsp_check(deployment) -> Check:
     response = deployment.ocsp_response
     if response is None:
-        return Check(BAD, detail="No OCSP response stapled.", value={"stapled": False})
+        return Check(BAD, detail="no OCSP response stapled", value={"stapled": False})
     status = response.response_status.name
     trusted = deployment.ocsp_response_is_trusted
     value = {"stapled": True, "status": status, "trusted": trusted}
     if status == "SUCCESSFUL" and trusted:
-        return Check(OK, detail="A trusted OCSP response is stapled.", value=value)
+        return Check(OK, detail="a trusted OCSP response is stapled", value=value)
     if status != "SUCCESSFUL":
-        return Check(BAD, detail=f"The stapled OCSP response is not usable ({status}).", value=value)
-    return Check(BAD, detail="An OCSP response is stapled but could not be verified as trusted.", value=value)
+        return Check(BAD, detail=f"the stapled OCSP response is not usable ({status})", value=value)
+    return Check(BAD, detail="an OCSP response is stapled but could not be verified as trusted", value=value)
 
 
 def _name_text(get_name) -> str:
