@@ -1,5 +1,7 @@
 // 95 % intervals as error bars on Chart.js charts (no CDN: the CSP allows our own static files only).
 // A dataset's `intervals` holds [low, high] per point, or null. Used by perf.js and browser.js.
+// On a phone a 2:1 chart is ~170 px tall, most of it legend: draw charts square there (issue 17).
+if (window.Chart && window.innerWidth < 600) Chart.defaults.aspectRatio = 1;
 window.intervalBars = {
   id: "intervalBars",
   afterDatasetsDraw(chart) {
