@@ -297,7 +297,7 @@ def test_a_cap_lifted_while_another_keeps_the_grade_says_which_one_keeps_it():
     chain = by_id(recommend(facts))["cert.fix_chain"]
     assert chain.predicted_grade == "B"
     assert "lifts the B cap" in chain.impact
-    assert "The grade stays B until the other caps go too: TLS 1.0 or TLS 1.1 is supported." in chain.impact
+    assert "The grade stays B until the other caps go too: TLS 1.0 and TLS 1.1 are supported" in chain.impact
 
 
 def test_a_recommendation_says_each_reason_once():

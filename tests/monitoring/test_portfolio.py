@@ -77,8 +77,8 @@ def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(log
     'expiring in the next 90 days'; a site whose audit failed sorted after every graded site."""
     lapsed = Site.objects.create(organization=org_a, hostname="lapsed.example.com")
     soon = Site.objects.create(organization=org_a, hostname="soon.example.com")
-    down = Site.objects.create(organization=org_a, hostname="down.example.com", last_audit_status="failed",
-                               last_audit_at=T0)
+    Site.objects.create(organization=org_a, hostname="down.example.com", last_audit_status="failed",
+                        last_audit_at=T0)
     Site.objects.create(organization=org_a, hostname="new.example.com")
     done_audit(lapsed, at=T0, cert=rsa_cert(not_after=NOW - timedelta(days=31)))
     done_audit(soon, at=T0, cert=rsa_cert(not_after=NOW + timedelta(days=10)))

@@ -214,8 +214,8 @@ def test_a_plain_http_port_does_not_speak_tls(http_server):
 def test_an_unresolvable_name_is_a_dns_error():
     outcome = run_scan("does-not-exist.invalid", 443)
     assert outcome.facts is None and outcome.error.code == "dns"
-    assert outcome.error.message == ("The name does-not-exist.invalid does not resolve: names under .invalid and .onion "
-        "are never looked up in the DNS.")
+    assert outcome.error.message == ("The name does-not-exist.invalid does not resolve: names under .invalid "
+                                     "and .onion are never looked up in the DNS.")
 
 
 def test_loopback_is_refused_unless_private_targets_are_allowed():

@@ -97,7 +97,8 @@ def normalize_hostname(host: str) -> str:
     return ascii_host
 
 
-IDNA_CODEPOINT = re.compile(r"(?:Codepoint|Joiner) U\+([0-9A-Fa-f]+)(?: not allowed)? at position (\d+) (?:of|in) '(.*)'")
+IDNA_CODEPOINT = re.compile(
+    r"(?:Codepoint|Joiner) U\+([0-9A-Fa-f]+)(?: not allowed)? at position (\d+) (?:of|in) '(.*)'")
 IDNA_WORDS = {
     "Label must not start or end with a hyphen": "a part between dots may not start or end with a hyphen",
     "Empty Label": "it has two dots in a row (an empty part)",

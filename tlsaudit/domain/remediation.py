@@ -327,8 +327,8 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
         id="cert.replace",
         title="Renew the certificate" if only_expiry else "Replace the certificate",
         why=f"Browsers warn visitors or will soon: {details}.",
-        change=(f"Get a new {' and '.join(kinds)} certificate for {ctx.facts.host} from {_issuer_to_ask(ctx.facts, broken)}, "
-                "SHA-256 signed, and serve it with its intermediate certificates."),
+        change=(f"Get a new {' and '.join(kinds)} certificate for {ctx.facts.host} from "
+                f"{_issuer_to_ask(ctx.facts, broken)}, SHA-256 signed, and serve it with its intermediate certificates."),
         impact="Visitors stop seeing certificate warnings; the T/M grade goes away.",
         transform=lambda f: _replace_certificates(f, lambda d: bool(_cert_problems(f, d))),
         fixes=("cert.expired", "cert.not_yet_valid", "cert.expires_soon", "cert.hostname_mismatch",
@@ -343,7 +343,8 @@ def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:
     wrong): sending the user to a public CA would be a different project, not a renewal."""
     if f.trust_use_custom_ca and all(any(t.store == "Custom CA" and (t.trusted or t.dates_only) for t in d.trust)
                                      for d in broken):
-        return "your own CA (the custom CA set for this site, which vouches for the current one) and automate its renewal"
+        return ("your own CA (the custom CA set for this site, which vouches for the current one) "
+                "and automate its renewal")
     return "a public CA (e.g. Let's Encrypt via an ACME client that renews automatically)"
 
 

@@ -3,7 +3,8 @@
 
 Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, K times each
 (workers.browser.probe.run_probe) now, without a worker or the database. The other scheme uses
---https-port / --http-port, by default its default port (443 / 80). Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
+--https-port / --http-port, by default its default port (443 / 80).
+Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
 handshake (or TCP connect, for http://) fails as for a probe from the app, or when the probe failed,
 the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"error": {"code",
 "message"}}. The target passes the SSRF guard like `audit`.
@@ -235,7 +236,8 @@ def render_text(result: dict) -> str:
     lines = ["  ".join(fmt(v).rjust(w) for v, w in zip(row, widths)) for row in rows]
     spec = result["spec"]
     lines.insert(0, f"Browser probe of https://{spec['host']}:{spec['https_port']}{spec['path']} and "
-                    f"http://{spec['host']}:{spec['http_port']}{spec['path']}: {spec['runs']} loads per row (medians, ms), "
+                    f"http://{spec['host']}:{spec['http_port']}{spec['path']}: "
+                    f"{spec['runs']} loads per row (medians, ms), "
                     f"Chromium {result['browser']['version']}, {result['duration_s']:.1f} s")
     for mode, row in result["increase_pct"].items():
         if row:
