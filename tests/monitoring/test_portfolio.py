@@ -96,6 +96,12 @@ def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(log
     assert "-31" not in page
     table = page[page.index('data-testid="portfolio"'):page.index('data-testid="expiry-calendar"')]
     assert 'class="grade small grade-' in table and 'title="the last audit failed"' in table
+    # The portfolio PDF says it the same way.
+    from tlsaudit.reports import services
+    with time_machine.travel(NOW, tick=False):
+        pdf_html = services.render_with_assets("reports/portfolio_report.html",
+                                               services.presenters.portfolio_report(org_a))
+    assert "(expired 31 days ago)" in pdf_html and "-31 days" not in pdf_html
 
 
 def test_an_empty_expiry_list_says_none(login, alice, org_a, done_audit):

@@ -9,6 +9,7 @@ safe where it leaves (`single_line`).
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime
 
 # Explicit bidirectional formatting: they reorder what is displayed ("Trojan Source" spoofing).
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -57,3 +58,24 @@ def duration_words(seconds: float) -> str:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def days_until(expires: datetime | None, now: datetime) -> int | None:
+    """Whole days left; negative once expired (-1 for a certificate that expired an hour ago)."""
+    if expires is None:
+        return None
+    if expires >= now:
+        return (expires - now).days
+    return -max(1, (now - expires).days)
+
+
+def expiry_words(days_left: int | None) -> str:
+    """'12 days', 'expires today', 'expired 31 days ago': a negative count is never shown bare."""
+    if days_left is None:
+        return "–"
+    if days_left < 0:
+        ago = -days_left
+        return f"expired {ago} day{'s' if ago != 1 else ''} ago"
+    if days_left == 0:
+        return "expires today"
+    return f"{days_left} day{'s' if days_left != 1 else ''}"

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.domain.diff import rank
+from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.sites.models import Site
 
 CALENDAR_DAYS = 90
@@ -93,18 +94,6 @@ def grade_badge(site: Site) -> str:
     return '<span class="muted">not audited</span>'
 
 
-def expiry_words(days_left: int | None) -> str:
-    """'in 12 days', 'today', 'expired 31 days ago'; a negative count is never shown bare."""
-    if days_left is None:
-        return "–"
-    if days_left < 0:
-        ago = -days_left
-        return f"expired {ago} day{'s' if ago != 1 else ''} ago"
-    if days_left == 0:
-        return "expires today"
-    return f"{days_left} day{'s' if days_left != 1 else ''}"
-
-
 def expiry_class(r: Row) -> str:
     return ' class="expired"' if r.days_left is not None and r.days_left < 0 else ""
 
@@ -132,15 +121,6 @@ def trend(new: int | None, old: int | None) -> str:
     if new is None or old is None:
         return ""
     return "up" if new > old else "down" if new < old else "same"
-
-
-def days_until(expires: datetime | None, now: datetime) -> int | None:
-    """Whole days left; negative once expired (-1 for a certificate that expired an hour ago)."""
-    if expires is None:
-        return None
-    if expires >= now:
-        return (expires - now).days
-    return -max(1, (now - expires).days)
 
 
 def expired_certificates(rows: list[Row], now: datetime) -> list[Row]:

@@ -61,8 +61,8 @@ def portfolio(request, org):
 def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
-    from tlsaudit.monitoring.portfolio import (expired_certificates, expiry_calendar, expiry_words,
-                                              portfolio_rows, rows_html)
+    from tlsaudit.domain.text import expiry_words
+    from tlsaudit.monitoring.portfolio import expired_certificates, expiry_calendar, portfolio_rows, rows_html
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()
