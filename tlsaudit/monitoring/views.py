@@ -74,7 +74,8 @@ def _portfolio_context(request, org, window_form=None):
             "expired": [(r, expiry_words(r.days_left)) for r in expired_certificates(rows, now)],
             "tag": tag, "grade": grade,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
-            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org")}
+            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
+            "can_run_audits": roles.can(org.role, "run_audits")}
 
 
 @login_required

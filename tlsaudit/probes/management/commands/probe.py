@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
 from tlsaudit.domain.stats import change_text
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
@@ -81,9 +81,9 @@ class Command(BaseCommand):
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
         else:
-            self.stderr.write(f"probe failed: {message}")
+            self.stderr.write(f"probe failed: {failure_text(code, message)}")
         sys.exit(EXIT_FAILED)
 
 
