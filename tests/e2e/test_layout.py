@@ -5,7 +5,8 @@ alerts), so the long tables and charts are there. On each page, at each width:
   - nothing is wider than the viewport (document.scrollWidth): a wide table scrolls inside its card;
   - every link of the navigation bar is on screen and readable (inside the viewport, not clipped,
     white on the bar, not on the light page);
-  - no chart's error bar is drawn above its plot area (checked by static/js after drawing).
+  - no step of a run's step list is wider than its line (long suite names ran into the next column);
+  - no chart's error bar is drawn outside its plot area (static/js/intervals.js records any).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ MEASURE = """() => {
               bottom: r.bottom, inBar: r.top >= bar.top - 1 && r.bottom <= bar.bottom + 1,
               hidden: r.width === 0 || r.height === 0};
     }),
+    // A step of a run (its suite names are long words) wider than its own line: it overlapped the next column.
+    steps: [...document.querySelectorAll('.checks li')].filter(e => e.scrollWidth > e.clientWidth + 1)
+             .map(e => e.textContent.trim().slice(0, 50)).slice(0, 3),
     wide: [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
             && !e.closest('.scroll-x, .card, .table-wrap, pre')).map(e => e.tagName + '.' + e.className).slice(0, 5),
   };
@@ -124,6 +128,8 @@ def check_fits(page, name: str, width: int) -> list[str]:
             continue
         if link["right"] > facts["viewport"] + 1 or link["left"] < -1 or not link["inBar"]:
             problems.append(f"{name} @ {width}px: navigation '{link['text']}' is off the bar ({link})")
+    if facts["steps"]:
+        problems.append(f"{name} @ {width}px: steps wider than their line: {facts['steps']}")
     clipped = page.evaluate("() => window.tlsauditClippedErrorBars || []")
     if clipped:
         problems.append(f"{name} @ {width}px: error bars drawn above the plot: {clipped}")
@@ -137,7 +143,8 @@ def visit(page, url: str) -> None:
 
 # Pages photographed on a phone for docs/screenshots (the README shows the laptop ones).
 PHONE_SHOTS = {"sites": "phone-sites.png", "audit report": "phone-audit-report.png",
-               "portfolio": "phone-portfolio.png", "browser probe": "phone-browser-probe.png"}
+               "portfolio": "phone-portfolio.png", "browser probe": "phone-browser-probe.png",
+               "handshakes run": "phone-handshakes.png", "sweep run": "phone-sweep.png"}
 
 
 @pytest.mark.parametrize("width", WIDTHS)
