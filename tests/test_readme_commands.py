@@ -29,13 +29,18 @@ NOT_IN_A_READERS_SHELL = ("TLSAUDIT_DEV", "DEBUG", "SECRET_KEY", "ALLOWED_HOSTS"
 LAB_SERVER = "a_plus_rsa_hsts"
 
 
+# A line a reader types: optional VAR=value words, then the checkout's Python running manage.py.
+SHELL_LINE = re.compile(r"^(?:[A-Z_]+=\S*\s+)*\.venv/bin/python manage\.py ")
+
+
 def readme_commands() -> list[str]:
-    """Every `manage.py` line inside a fenced block of README.md, without its trailing comment."""
+    """Every `.venv/bin/python manage.py` line inside a fenced block of README.md, without its trailing
+    comment."""
     commands, fenced = [], False
     for line in README.read_text().splitlines():
         if line.startswith("```"):
             fenced = not fenced
-        elif fenced and "manage.py " in line and "docker compose" not in line:
+        elif fenced and SHELL_LINE.match(line.strip()):   # not a tree or prose that names a command
             commands.append(re.split(r"\s{2,}#", line)[0].strip())
     return commands
 
@@ -110,6 +115,14 @@ def test_a_one_target_command_runs_as_written_in_a_checkout(command, tls_lab, tm
         assert re.search(r"^\s*https\s+cold\s", done.stdout, re.M), done.stdout   # Chromium loaded the page
         if probe_takes_an_http_port():
             assert "http failed" not in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("words", ["help audit", "help probe", "audit --help", "help", ""])
+def test_help_runs_in_a_readers_shell(words, tmp_path):
+    """`manage.py help <command>` (and the bare list of commands) reads no secret: it works with none set."""
+    done = run(f".venv/bin/python manage.py {words}", readers_environment(tmp_path / "var"), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert ("Available subcommands" if words in ("", "help") else "usage: manage.py") in done.stdout + done.stderr
 
 
 def test_a_refused_loopback_target_names_the_variable_that_allows_it(tls_lab, tmp_path):

@@ -61,7 +61,9 @@ def portfolio(request, org):
 def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
-    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows, pq_summary, rows_html
+    from tlsaudit.domain.text import expiry_words
+    from tlsaudit.monitoring.portfolio import expired_certificates, expiry_calendar, portfolio_rows, pq_summary,
+                                             rows_html
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()
@@ -70,6 +72,7 @@ def _portfolio_context(request, org, window_form=None):
     if window_form is None:
         window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
     return {"org": org, "rows": rows, "row_html": rows_html(rows), "calendar": expiry_calendar(rows, now),
+            "expired": [(r, expiry_words(r.days_left)) for r in expired_certificates(rows, now)],
             "pq_summary": pq_summary(rows),
             "tag": tag, "grade": grade,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,

@@ -6,6 +6,7 @@ which sslyze 6 provides.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import ipaddress
 from pathlib import Path
@@ -16,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, p
 from cryptography.x509 import DNSName, IPAddress
 
 from tlsaudit.domain.hostmatch import hostname_matches
+from tlsaudit.domain.trustwords import DATES, is_dates_error, trust_error_words
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
 
 # sslyze's name for the CA file we pass in -> the name the rest of TLS Audit uses.
@@ -125,44 +127,76 @@ def _legacy_signature_verifies(cert: x509.Certificate, issuer: x509.Certificate)
         return False
 
 
-def trust_results(path_validation_results, received: list[x509.Certificate]) -> tuple[TrustResult, ...]:
-    return tuple(chain_trust(r, received) for r in path_validation_results)
+def trust_results(path_validation_results, received: list[x509.Certificate] = (), hostname: str = "",
+                  ) -> tuple[TrustResult, ...]:
+    return tuple(trust_result(r, list(received), hostname) for r in path_validation_results)
 
 
-def chain_trust(result, received: list[x509.Certificate]) -> TrustResult:
-    """Does this store trust the chain, whatever the host name?
-
-    cryptography's verifier checks the leaf's names first and stops there: "no matching
-    subjectAltName" hides whether the chain itself is good (an unknown root gives the same
-    text). So on a name error we verify again under a name the leaf does carry; the mismatch
-    itself is `hostname_matches`' business (grade M), not the store's (grade T).
-    """
+def trust_result(result, received: list[x509.Certificate], hostname: str) -> TrustResult:
+    """One store's verdict in words. A store that refused for the dates alone is asked again at a
+    moment inside every sent certificate's validity: cryptography stops at the first expired
+    certificate, so only then do we know whether the chain is otherwise trusted (an expired
+    certificate from the organisation's own CA is an expiry, not an unknown CA)."""
     store = store_name(result.trust_store.name)
+    if result.was_validation_successful:
+        return TrustResult(store=store, trusted=True)
     error = result.validation_error or ""
-    if result.was_validation_successful or not _is_name_error(error):
-        return TrustResult(store=store, trusted=result.was_validation_successful, error=error)
-    subject = _own_name(received[0])
-    if subject is None:
-        return TrustResult(store=store, trusted=False, error="chain not checked: the leaf names no host")
-    again = result.trust_store.verify_certificate_chain(
-        [c.public_bytes(serialization.Encoding.PEM).decode("ascii") for c in received], subject)
-    return TrustResult(store=store, trusted=again.was_validation_successful, error=again.validation_error or "")
+    if is_name_error(error) and received:
+        # cryptography checks the leaf's names first and stops there: "does not cover the host name"
+        # hides whether the chain is good (an unknown root reads the same). Ask again under a name the
+        # leaf carries: the mismatch is hostname_matches' business (grade M), the store judges the chain.
+        hostname = own_hostname(received[0])
+        if hostname is None:
+            return TrustResult(store=store, trusted=False, error="chain not checked: the leaf names no host")
+        result = result.trust_store.verify_certificate_chain(_pems(received), server_subject(hostname))
+        if result.was_validation_successful:
+            return TrustResult(store=store, trusted=True)
+        error = result.validation_error or ""
+    if not (is_dates_error(error) and received and hostname):
+        return TrustResult(store=store, trusted=False, error=trust_error_words(error))
+    again = verify_inside_dates(result.trust_store, received, hostname)
+    if again is None or again.was_validation_successful or is_name_error(again.validation_error or ""):
+        return TrustResult(store=store, trusted=False, error=trust_error_words(error), dates_only=again is not None)
+    return TrustResult(store=store, trusted=False,
+                       error=f"{trust_error_words(again.validation_error or '')}, and {DATES}")
 
 
-def _is_name_error(error: str) -> bool:
-    return "no matching subjectaltname" in error.lower()
+def verify_inside_dates(trust_store, received: list[x509.Certificate], hostname: str):
+    """The store's verdict at the latest start date of the sent chain (None when no moment lies
+    inside every certificate's dates, or the store cannot be asked)."""
+    moment = max(c.not_valid_before_utc for c in received) + datetime.timedelta(seconds=1)
+    if moment > min(c.not_valid_after_utc for c in received):
+        return None
+    try:
+        return trust_store.verify_certificate_chain(_pems(received), server_subject(hostname), moment)
+    except Exception:               # an unreadable store file: keep the first answer
+        return None
 
 
-def _own_name(leaf: x509.Certificate):
+def server_subject(hostname: str):
+    try:
+        return IPAddress(ipaddress.ip_address(hostname))
+    except ValueError:
+        return DNSName(hostname)
+
+
+def is_name_error(error: str) -> bool:
+    return trust_error_words(error) == "the certificate does not cover the host name"
+
+
+def _pems(received: list[x509.Certificate]) -> list[str]:
+    return [c.public_bytes(serialization.Encoding.PEM).decode("ascii") for c in received]
+
+
+def own_hostname(leaf: x509.Certificate) -> str | None:
+    """A name the leaf covers: its first non-wildcard DNS name, a name under its wildcard, or its IP."""
     dns_names, ip_names = san_names(leaf)
     usable = [n for n in dns_names if "*" not in n]
     if usable:
-        return DNSName(usable[0])
-    if dns_names:                   # a wildcard: any name under it
-        return DNSName("x" + dns_names[0].lstrip("*"))
-    if ip_names:
-        return IPAddress(ipaddress.ip_address(ip_names[0]))
-    return None
+        return usable[0]
+    if dns_names:
+        return "x" + dns_names[0].lstrip("*")
+    return ip_names[0] if ip_names else None
 
 
 def store_name(sslyze_name: str) -> str:
@@ -220,7 +254,7 @@ def describe_deployment(deployment, hostname: str) -> CertificateDeployment:
     received = list(deployment.received_certificate_chain)
     return CertificateDeployment(
         chain=tuple(describe_certificate(c) for c in received),
-        trust=trust_results(deployment.path_validation_results, received),
+        trust=trust_results(deployment.path_validation_results, received, hostname),
         hostname_matches=leaf_matches(received[0], hostname),
         chain_in_order=deployment.received_chain_has_valid_order,
         chain_complete=chain_is_complete(received, deployment.path_validation_results),
@@ -252,15 +286,15 @@ def _anchor_sent(received: list[x509.Certificate], deployment) -> bool | None:
 def ocsp_check(deployment) -> Check:
     response = deployment.ocsp_response
     if response is None:
-        return Check(BAD, detail="No OCSP response stapled.", value={"stapled": False})
+        return Check(BAD, detail="no OCSP response stapled", value={"stapled": False})
     status = response.response_status.name
     trusted = deployment.ocsp_response_is_trusted
     value = {"stapled": True, "status": status, "trusted": trusted}
     if status == "SUCCESSFUL" and trusted:
-        return Check(OK, detail="A trusted OCSP response is stapled.", value=value)
+        return Check(OK, detail="a trusted OCSP response is stapled", value=value)
     if status != "SUCCESSFUL":
-        return Check(BAD, detail=f"The stapled OCSP response is not usable ({status}).", value=value)
-    return Check(BAD, detail="An OCSP response is stapled but could not be verified as trusted.", value=value)
+        return Check(BAD, detail=f"the stapled OCSP response is not usable ({status})", value=value)
+    return Check(BAD, detail="an OCSP response is stapled but could not be verified as trusted", value=value)
 
 
 def _name_text(get_name) -> str:
