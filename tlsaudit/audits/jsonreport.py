@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tlsaudit.domain.ciphers import classify, strength_label
 from tlsaudit.domain.scanfacts import CHECK_NAMES, NOT_TESTED, PROTOCOLS, Check
+from tlsaudit.domain.trustwords import trust_error_words
 
 SCHEMA_ID = "https://tlsaudit.example/schemas/audit-report/1.json"
 # Named checks that are vulnerabilities or protections, apart from session resumption.
@@ -113,7 +114,8 @@ def _deployment(d) -> dict:
         "chain_complete": d.chain_complete, "chain_in_order": d.chain_in_order,
         "chain_has_anchor": d.chain_has_anchor, "chain_has_sha1": d.chain_has_sha1,
         "symantec_distrusted": d.symantec_distrusted,
-        "trust": [{"store": t.store, "trusted": t.chain_trusted, "error": t.error} for t in d.trust],
+        "trust": [{"store": t.store, "trusted": t.chain_trusted, "error": "" if t.chain_trusted else
+                   trust_error_words(t.error)} for t in d.trust],
         "ocsp_stapled": _check(d.ocsp_stapled), "must_staple": d.must_staple,
         "sct_count": d.sct_count, "is_ev": d.is_ev,
         "revocation": {"status": NOT_TESTED, "reason": "Revocation is not checked yet: only a stapled OCSP response "
