@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 from collections import defaultdict
+from contextlib import contextmanager
 
 # A TLS handshake, or any one exchange of an audit, slower than this is broken whatever the network:
 # at 300 ms RTT a handshake takes ~1 s and sslyze's longest exchange (10 renegotiations) ~6 s.
@@ -67,6 +68,18 @@ class Gates:
             self.peak_per_ip[ip] = max(self.peak_per_ip[ip], self._open[ip])
             self.peak_total = max(self.peak_total, self._all)
             return True
+
+    @contextmanager
+    def held(self, ip: str, wait_s: float):
+        """A slot for `ip` for the duration of the block (a connection not opened under a Deadline,
+        such as the pre-flight handshake); raises DeadlineExceeded if none came free within `wait_s`."""
+        if not self.enter(ip, wait_s):
+            raise DeadlineExceeded(f"no connection to {ip} could open within {wait_s:.0f} s: this process's "
+                                   f"{self.per_ip} connections to that address were all in use")
+        try:
+            yield
+        finally:
+            self.leave(ip)
 
     def leave(self, ip: str) -> None:
         with self._changed:
@@ -229,10 +242,21 @@ class DeadlineSocket(socket.socket):
 
     def hold(self, slot: _Slot) -> None:
         self._slot = slot
-        weakref.finalize(self, slot.release)  # a socket dropped without close() still gives its slot back
+        self._finalizer = weakref.finalize(self, slot.release)  # dropped without close(): the slot comes back
 
-    def close(self) -> None:
-        super().close()
+    def pass_slot_to(self, wrapper: socket.socket) -> None:
+        """After `ssl.wrap_socket(self)` (which detaches this object from the connection): the slot
+        belongs to the TLS socket now and comes back when that one is collected (its `with` ends)."""
+        slot = getattr(self, "_slot", None)
+        if slot is None:
+            return
+        self._finalizer.detach()
+        self._slot = None
+        weakref.finalize(wrapper, slot.release)
+
+    def _real_close(self, *args) -> None:
+        # Not close(): while a makefile() reader holds the socket, close() leaves the connection open.
+        super()._real_close(*args)
         slot = getattr(self, "_slot", None)
         if slot is not None:
             slot.release()

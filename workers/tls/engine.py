@@ -25,8 +25,8 @@ from workers.tls import facts as convert
 from workers.tls import probes
 from workers.tls import reach as preflight
 from workers.tls import sslyze_sockets
-from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit
-from workers.tls.errors import (TargetError, classify_connectivity_error, deadline_error, reach_error,
+from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
+from workers.tls.errors import (TIMEOUT, TargetError, classify_connectivity_error, deadline_error, reach_error,
                                 speaks_no_tls, specific_reach_error)
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
@@ -103,9 +103,14 @@ def run_scan(
                                     timeout=bounded_wait(deadline, network_timeout), resolver=resolver)
     except TargetError as error:
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
-    with scan.phase("reachability"):
-        reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout,
-                                    total_s=bounded_wait(deadline, deadline.connection_s))
+    try:
+        with scan.phase("reachability"), gates().held(target.ip, max(0.0, deadline.remaining())):
+            reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout,
+                                        total_s=bounded_wait(deadline, deadline.connection_s))
+    except DeadlineExceeded as exc:  # other audits of this address held every slot until our deadline
+        error = TargetError(TIMEOUT, f"The audit of {target.host} did not start within its {deadline_s:g} s "
+                                     f"deadline: {exc}. Nothing was graded.")
+        return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     if reach.outcome in _HOPELESS or speaks_no_tls(reach):
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
