@@ -12,7 +12,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from tests.faults.support import delay_proxy, production_timing, wait_until
+from tests.faults.support import delay_proxy, production_timing
 from tests.faults.test_worker_killed import audit_row, wait_finished, wait_running_with_progress
 
 pytestmark = pytest.mark.worker
