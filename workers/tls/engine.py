@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -114,27 +115,31 @@ def run_scan(
     if reach.outcome in _HOPELESS or speaks_no_tls(reach):
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
-    sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
-    result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
-                                            max_retries=max_retries, per_server_connections=per_server_connections,
-                                            deadline=sslyze_deadline)
-    raw = trim_raw(sslyze_json(result))
-    if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
-        error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
-        return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
-    if result.scan_result is None:
-        error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
-            scan, target, connectivity_error, network_timeout, deadline)
-        return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
-    facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
-    with scan.phase("aia"):
-        complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
-                        deadline=deadline)
-    run_probes(scan, facts, probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline))
-    with scan.phase("mozilla"):
-        mozilla = safe_mozilla_report(result)
-    facts.duration_s = round(scan.elapsed(), 3)
-    return scan.outcome(facts, raw=raw, mozilla=mozilla)
+    endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline)
+    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside it, not after (issue #16).
+    with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
+        beside = side.submit(probe_beside_sslyze, scan, endpoint)
+        sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
+        result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
+                                                max_retries=max_retries, per_server_connections=per_server_connections,
+                                                deadline=sslyze_deadline)
+        raw = trim_raw(sslyze_json(result))
+        if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
+            error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
+            return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
+        if result.scan_result is None:
+            error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
+                scan, target, connectivity_error, network_timeout, deadline)
+            return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
+        facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
+        with scan.phase("aia"):
+            complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
+                            deadline=deadline)
+        run_probes(scan, facts, endpoint, beside.result())
+        with scan.phase("mozilla"):
+            mozilla = safe_mozilla_report(result)
+        facts.duration_s = round(scan.elapsed(), 3)
+        return scan.outcome(facts, raw=raw, mozilla=mozilla)
 
 
 def bounded_wait(deadline: Deadline, wait_s: float) -> float:
@@ -283,32 +288,53 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
 
 
-def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> None:
+@dataclass
+class _SideProbes:
+    alpn: object
+    alpn_check: Check
+    hsts: Hsts | None
+    hsts_check: Check
+
+
+def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint) -> _SideProbes:
+    """ALPN and HSTS, on a thread of their own while sslyze runs (each connection takes its slot of
+    the address's gate like sslyze's, so the per-IP limit still holds)."""
+    with scan.phase("alpn", report=False):
+        alpn, alpn_check = probes.probe_alpn(endpoint)
+    scan.report("alpn", DONE if alpn_check.tested else ERROR)
+    with scan.phase("hsts", report=False):
+        hsts, hsts_check = measure_hsts(endpoint)
+    scan.report("hsts", DONE if hsts_check.tested else ERROR)
+    return _SideProbes(alpn, alpn_check, hsts, hsts_check)
+
+
+def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side: _SideProbes) -> None:
     with scan.phase("preference"):
         facts.preferences = measure_preferences(scan, facts, endpoint)
-    with scan.phase("alpn", report=False):
-        facts.alpn, facts.alpn_check = probes.probe_alpn(endpoint)
-    scan.report("alpn", DONE if facts.alpn_check.tested else ERROR)
-    with scan.phase("hsts", report=False):
-        facts.hsts, facts.hsts_check = measure_hsts(endpoint)
-    scan.report("hsts", DONE if facts.hsts_check.tested else ERROR)
+    facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
 
 
 def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:
-    preferences = {}
-    for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS):
-        if not facts.supports(protocol):
-            continue
-        name = f"preference:{protocol}"
-        scan.report(name, STARTED)
-        if protocol == "SSLv3":
-            preferences[protocol] = ServerPreference(
-                protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
-                reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
-        else:
-            preferences[protocol] = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
-        scan.report(name, DONE if preferences[protocol].enforced is not None else SKIPPED)
-    return preferences
+    """One probe per protocol, the protocols side by side (each is a few sequential handshakes)."""
+    protocols = [protocol for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS) if facts.supports(protocol)]
+    if not protocols:
+        return {}
+    with ThreadPoolExecutor(len(protocols), thread_name_prefix="preference") as pool:
+        found = pool.map(lambda protocol: measure_preference(scan, facts, endpoint, protocol), protocols)
+        return dict(zip(protocols, found))
+
+
+def measure_preference(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, protocol: str) -> ServerPreference:
+    name = f"preference:{protocol}"
+    scan.report(name, STARTED)
+    if protocol == "SSLv3":
+        preference = ServerPreference(
+            protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
+            reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
+    else:
+        preference = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
+    scan.report(name, DONE if preference.enforced is not None else SKIPPED)
+    return preference
 
 
 def measure_hsts(endpoint: probes.Endpoint):
