@@ -63,7 +63,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--servers", type=int, help="TLS servers (default 100, quick 24)")
     parser.add_argument("--rtt", type=float, default=50.0, help="round trip of the latency lab's link, ms")
     parser.add_argument("--processes", type=int, default=2, help="scan worker processes (default: 2, one per core)")
-    parser.add_argument("--threads", type=int, default=64, help="audits in flight per process (SCAN_POOL_THREADS)")
+    parser.add_argument("--threads", type=int, default=16, help="audits in flight per process (SCAN_POOL_THREADS)")
     parser.add_argument("--sslyze-targets", type=int, help="targets for the sslyze CLI (default all, full 200)")
     parser.add_argument("--cli-targets", type=int, default=15)
     parser.add_argument("--cli-rounds", type=int, help="alternated batch-CLI / sslyze-CLI pairs (default 3, quick 1)")

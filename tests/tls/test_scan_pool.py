@@ -189,3 +189,22 @@ def test_one_process_never_opens_more_than_per_ip_connections_to_one_address(tls
     for name, outcome in zip(names, outcomes):
         assert outcome.error is None, (name, outcome.error)
         assert grades(outcome) == (tls_lab.spec(name).grade, tls_lab.spec(name).grade_ignoring_trust)
+
+
+def test_alpn_and_hsts_are_probed_while_sslyze_runs_not_after(tls_lab, gates):
+    gates(per_ip=5)
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def record(name: str, status: str) -> None:
+        with lock:
+            events.append((name, status))
+
+    outcome = run_scan("localhost", tls_lab.port("a_plus_rsa_hsts"), ip="127.0.0.1", ca_file=str(tls_lab.ca_file),
+                       allow_private=True, network_timeout=3, on_progress=record)
+
+    assert outcome.error is None
+    assert outcome.facts.hsts.max_age == 31536000 and outcome.facts.alpn_check.tested
+    order = [event for event in events if event[1] == "done"]
+    assert order.index(("alpn", "done")) < order.index(("sslyze", "done"))
+    assert order.index(("hsts", "done")) < order.index(("sslyze", "done"))
