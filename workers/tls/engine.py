@@ -116,13 +116,18 @@ def run_scan(
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline)
-    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside it, not after (issue #16).
+    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
+    # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
-        beside = side.submit(probe_beside_sslyze, scan, endpoint)
+        beside = []
+
+        def start_side_probes():
+            beside.append(side.submit(probe_beside_sslyze, scan, endpoint))
+
         sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
         result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
                                                 max_retries=max_retries, per_server_connections=per_server_connections,
-                                                deadline=sslyze_deadline)
+                                                deadline=sslyze_deadline, on_connected=start_side_probes)
         raw = trim_raw(sslyze_json(result))
         if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
             error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
@@ -135,7 +140,7 @@ def run_scan(
         with scan.phase("aia"):
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
-        run_probes(scan, facts, endpoint, beside.result())
+        run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
         facts.duration_s = round(scan.elapsed(), 3)
@@ -150,7 +155,8 @@ def bounded_wait(deadline: Deadline, wait_s: float) -> float:
 # --- sslyze -----------------------------------------------------------------------------------
 
 def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, network_timeout: float,
-               max_retries: int, per_server_connections: int, deadline: Deadline):
+               max_retries: int, per_server_connections: int, deadline: Deadline,
+               on_connected: Callable[[], None] | None = None):
     """All 18 commands against the pinned IP, every socket under `deadline` (past it, sslyze's
     remaining jobs fail at once and its threads end); returns (ServerScanResult, connectivity
     exception or None)."""
@@ -163,7 +169,7 @@ def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, ne
             network_max_retries=max_retries),
         scan_commands_extra_arguments=extra,
     )
-    observer = _ProgressObserver(scan)
+    observer = _ProgressObserver(scan, on_connected)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
     with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
@@ -177,8 +183,9 @@ def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, ne
 class _ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
-    def __init__(self, scan: "_Scan"):
+    def __init__(self, scan: "_Scan", on_connected: Callable[[], None] | None = None):
         self.scan = scan
+        self.on_connected = on_connected
         self.connectivity_error = None
 
     def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
@@ -189,6 +196,8 @@ class _ProgressObserver(ScannerObserver):
     def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
+        if self.on_connected is not None:
+            self.on_connected()
 
     def server_scan_completed(self, server_scan_result) -> None:
         pass
