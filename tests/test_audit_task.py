@@ -6,10 +6,11 @@ import pytest
 from django.urls import reverse
 
 from tests.hostile import closed_port, tarpit
+from tests.support import waiting
 from tlsaudit.audits import services
-from tlsaudit.core.queue import enqueue
 from tlsaudit.audits.models import Audit
 from tlsaudit.sites.models import Site
+from workers.celery import app
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -20,13 +21,7 @@ def lab_site(org, tls_lab, name, **extra):
 
 
 def wait_finished(audit, timeout=60.0) -> Audit:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        audit.refresh_from_db()
-        if audit.is_finished:
-            return audit
-        time.sleep(0.2)
-    raise AssertionError(f"audit {audit.pk} still {audit.status} after {timeout} s: {audit.progress[-3:]}")
+    return waiting.wait_finished(audit, timeout, lambda a: a.progress[-3:])
 
 
 def test_audit_now_runs_on_the_worker_and_stores_grade_and_results(audit_worker, login, alice, lab_org, tls_lab):
@@ -65,8 +60,9 @@ def test_a_retried_delivery_does_not_run_an_audit_twice(audit_worker, alice, lab
     audit, _ = services.queue_audit(site, user=alice)
     audit = wait_finished(audit)
     finished_at = audit.finished_at
-    enqueue(services.AUDIT_TASK, audit.pk)  # a duplicate delivery of the same task
-    time.sleep(1.5)
+    # a duplicate delivery of the same task, asking for its result: the worker has handled it when .get() returns
+    duplicate = app.send_task(services.AUDIT_TASK, args=[audit.pk], ignore_result=False)
+    assert duplicate.get(timeout=30) == "skipped"
     audit.refresh_from_db()
     assert (audit.status, audit.finished_at, audit.attempts) == ("done", finished_at, 1)
 

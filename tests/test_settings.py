@@ -47,7 +47,7 @@ def test_with_nothing_set_in_dev_it_uses_sqlite_and_the_filesystem_broker(tmp_pa
     env.update(TLSAUDIT_DEV="1", TLSAUDIT_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="tlsaudit.settings")
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    assert out == ["django.db.backends.sqlite3", "filesystem://", "django.core.mail.backends.console.EmailBackend"]
+    assert out == ["django.db.backends.sqlite3", "filesystem://", "tlsaudit.core.mailconsole.EmailBackend"]
     assert (tmp_path / "broker" / "in").is_dir()
 
 
@@ -73,3 +73,24 @@ def test_email_url_is_parsed_into_smtp_settings(settings):
     assert config["EMAIL_HOST"] == "mail.example.com"
     assert (config["EMAIL_PORT"], config["EMAIL_USE_SSL"], config["EMAIL_USE_TLS"]) == (465, True, False)
     assert (config["EMAIL_HOST_USER"], config["EMAIL_HOST_PASSWORD"]) == ("user@x", "p@ss")
+
+
+def test_the_console_email_shows_the_link_whole_between_rules():
+    """`make run` prints emails on the console: the verification link must be one line, easy to copy,
+    not quoted-printable (`=` line ends, `=3D`) inside a MIME dump."""
+    import io
+
+    from django.core.mail import EmailMultiAlternatives
+
+    from tlsaudit.core.mailconsole import RULE, EmailBackend
+
+    link = "http://127.0.0.1:8000/accounts/verify/" + "Mg:1vNqVx:" + "a" * 90 + "/"
+    message = EmailMultiAlternatives("Verify your email address", f"Héllo Alice,\n\nOpen {link} to verify.\n",
+                                     to=["alice@example.com"])
+    message.attach_alternative(f"<p>Open <a href='{link}'>this link</a></p>", "text/html")
+    stream = io.StringIO()
+    assert EmailBackend(stream=stream).send_messages([message]) == 1
+    printed = stream.getvalue()
+    assert f"Open {link} to verify." in printed.splitlines()
+    assert printed.startswith(RULE) and "EMAIL to alice@example.com" in printed and "Héllo" in printed
+    assert "<a href" not in printed and "=3D" not in printed

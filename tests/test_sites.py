@@ -308,3 +308,17 @@ def test_the_import_refuses_private_literals_in_production(login, alice, org_a, 
                                  {"lines": "10.1.2.3\nnot-yet-launched.invalid"})
     page = text(response)
     assert "1 added, 1 rejected" in page and "10.1.2.3 is a private address" in page
+
+
+@pytest.mark.parametrize("host, words", [
+    ("foo_bar.example.com", "“_” is not allowed in a host name (in “foo_bar”); use letters, digits, hyphens and dots"),
+    ("exa mple.com", "a space is not allowed in a host name"),
+    ("a..b.com", "two dots in a row"),
+    ("ab\u200d.com", "U+200D (zero width joiner) is not allowed in a host name;"),
+])
+def test_an_invalid_host_name_is_explained_in_words(host, words):
+    from tlsaudit.domain.hostnames import AddressError, normalize_hostname
+
+    with pytest.raises(AddressError) as caught:
+        normalize_hostname(host)
+    assert words in str(caught.value) and "Codepoint" not in str(caught.value)

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from tests.support.waiting import wait_until as wait_for
 from tlsaudit.core.models import WorkerHeartbeat
 from workers.celery import app
 
@@ -35,13 +36,3 @@ def test_the_worker_is_configured_to_survive_crashes_and_leaks():
     assert conf.worker_max_tasks_per_child > 0
 
 
-def wait_for(probe, timeout=20.0):
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"nothing after {timeout} s")

@@ -66,7 +66,8 @@ DEV_MODE = env_bool("TLSAUDIT_DEV", default=DEBUG)
 SECRET_KEY = env_str("SECRET_KEY")
 if not SECRET_KEY:
     if not DEV_MODE:
-        raise ImproperlyConfigured("SECRET_KEY must be set in production (TLSAUDIT_DEV is off).")
+        raise ImproperlyConfigured("SECRET_KEY must be set in production (TLSAUDIT_DEV is off); in a checkout, "
+                                   "put TLSAUDIT_DEV=1 before the command (SQLite under var/).")
     SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
 elif len(SECRET_KEY) < 32 and not DEV_MODE:
     raise ImproperlyConfigured("SECRET_KEY is too short: use at least 32 random characters.")
@@ -216,9 +217,11 @@ def email_config() -> dict:
                 "EMAIL_USE_TLS": env_bool("SMTP_USE_TLS", True),
                 "EMAIL_USE_SSL": env_bool("SMTP_USE_SSL", False),
             }
-        return {"EMAIL_BACKEND": "django.core.mail.backends.console.EmailBackend"}
+        return {"EMAIL_BACKEND": "tlsaudit.core.mailconsole.EmailBackend"}  # framed plain text
     parts = urlsplit(url)
-    if parts.scheme in ("console", "locmem"):
+    if parts.scheme == "console":
+        return {"EMAIL_BACKEND": "tlsaudit.core.mailconsole.EmailBackend"}
+    if parts.scheme == "locmem":
         return {"EMAIL_BACKEND": f"django.core.mail.backends.{parts.scheme}.EmailBackend"}
     if parts.scheme == "file":
         return {"EMAIL_BACKEND": "django.core.mail.backends.filebased.EmailBackend", "EMAIL_FILE_PATH": parts.path}

@@ -1,4 +1,6 @@
 // Audit report: the score chart (data from json_script) and the copy buttons.
+// On a phone a 2:1 chart is ~170 px tall, most of it legend: draw charts square there (issue 17).
+if (window.Chart && window.innerWidth < 600) Chart.defaults.aspectRatio = 1;
 function drawScores() {
   const canvas = document.getElementById("scores-chart");
   const data = document.getElementById("scores-data");

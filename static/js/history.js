@@ -1,5 +1,7 @@
 // Grade history: score over time from json_script#history-chart (tlsaudit/monitoring/history.py),
 // grade letters as point labels, scheduled audits as circles and manual ones as triangles.
+// On a phone a 2:1 chart is ~170 px tall, most of it legend: draw charts square there (issue 17).
+if (window.Chart && window.innerWidth < 600) Chart.defaults.aspectRatio = 1;
 function drawHistory() {
   const canvas = document.getElementById("history-canvas");
   const source = document.getElementById("history-chart");

@@ -4,11 +4,11 @@ per attempt, the SSRF guard at delivery time."""
 import hashlib
 import hmac
 import json
-import time
 
 import pytest
 
 from tests.domain.factories import NOW
+from tests.support.waiting import eventually as wait_for
 from tests.test_audit_views import done_audit
 from tlsaudit.alerts import services
 from tlsaudit.alerts.models import AlertEvent, Webhook, WebhookDelivery
@@ -25,13 +25,6 @@ def expected_signature(body: bytes, secret: str = SECRET) -> str:
 def grade_drop(site):
     return Event("grade_dropped", f"site:{site.pk}:grade_dropped:audit:1", "Grade dropped from A to B",
                  {"from": "A", "to": "B"})
-
-
-def wait_for(condition, seconds=20):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return condition()
 
 
 def attempts(hook):

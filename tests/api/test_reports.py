@@ -3,13 +3,13 @@ browser worker printed it; 409 until then. Agency B sees none of it."""
 
 import csv
 import io
-import time
 
 import pytest
 
 from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import done_audit, queries_of
 from tests.reports.conftest import no_chromium_left, pdf_text  # noqa: F401
+from tests.support.waiting import wait_finished as wait_until_finished
 from tlsaudit.api import keys
 from tlsaudit.reports import services
 from tlsaudit.reports.models import Report
@@ -29,16 +29,6 @@ def make_report(org, site=None, status="queued", **fields) -> Report:
 def ids(response) -> list[int]:
     assert response.status_code == 200, response.content
     return [r["id"] for r in response.json()["results"]]
-
-
-def wait_until_finished(report: Report, timeout_s: float = 90) -> Report:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        report.refresh_from_db()
-        if report.is_finished:
-            return report
-        time.sleep(0.2)
-    raise AssertionError(f"report {report.pk} still {report.status} after {timeout_s} s")
 
 
 # --- asking for one -------------------------------------------------------------------------------

@@ -50,8 +50,25 @@ def test_it_filters_by_tag_grade_expiry_and_search(api, org_a):
     assert hostnames(api.get(SITES, {"search": "b.ex"})) == ["b.example"]
 
 
+def test_grade_is_exact_and_grade_max_means_this_grade_or_worse(api, org_a):
+    """docs/api.md: `grade_max=B` lists every site graded B or worse; `grade=B` lists B only."""
+    for host, grade in [("aplus.example", "A+"), ("a.example", "A"), ("b.example", "B"), ("c.example", "C"),
+                        ("f.example", "F"), ("t.example", "T"), ("m.example", "M"), ("never.example", "")]:
+        add_site(org_a, host, grade=grade)
+    assert hostnames(api.get(SITES, {"grade": "B"})) == ["b.example"]
+    assert hostnames(api.get(SITES, {"grade_max": "B"})) == [
+        "b.example", "c.example", "f.example", "m.example", "t.example"]
+    assert hostnames(api.get(SITES, {"grade_max": "A+"})) == [
+        "a.example", "aplus.example", "b.example", "c.example", "f.example", "m.example", "t.example"]
+    assert hostnames(api.get(SITES, {"grade_max": "F"})) == ["f.example", "m.example", "t.example"]
+    csv = b"".join(api.get("/api/v1/sites.csv", {"grade_max": "C"}).streaming_content).decode()
+    assert sorted(line.split(",")[2] for line in csv.splitlines()[1:]) == ["c.example", "f.example",
+                                                                           "m.example", "t.example"]
+
+
 @pytest.mark.parametrize("params, field", [
     ({"grade": "Z"}, "grade"),
+    ({"grade_max": "B or worse"}, "grade_max"),
     ({"expiring_within_days": "-1"}, "expiring_within_days"),
     ({"expiring_within_days": "soon"}, "expiring_within_days"),
     ({"page_size": "0"}, "page_size"),

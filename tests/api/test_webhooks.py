@@ -5,7 +5,6 @@ import csv
 import hashlib
 import hmac
 import io
-import time
 
 import pytest
 from rest_framework.test import APIClient
@@ -13,6 +12,7 @@ from rest_framework.test import APIClient
 from tests.alerts.conftest import webhook_receiver  # noqa: F401
 from tests.api.conftest import error_of
 from tests.api.factories import queries_of
+from tests.support.waiting import eventually as wait_for
 from tlsaudit.alerts.forms import MAX_WEBHOOKS
 from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.core.models import AuditLogEntry
@@ -32,13 +32,6 @@ def make_hook(org, url=HOOK_URL, **fields) -> Webhook:
 def ids(response) -> list[int]:
     assert response.status_code == 200, response.content
     return [h["id"] for h in response.json()["results"]]
-
-
-def wait_for(condition, seconds=30):
-    deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return condition()
 
 
 # --- create, read -----------------------------------------------------------------------------

@@ -38,6 +38,18 @@ def test_it_prints_a_table_for_people(probe_site):
     assert lines[2].split()[:4] == ["https", "cold", "h2", "8"] and lines[3].split()[:4] == ["https", "warm", "h2", "8"]
     assert lines[3].split()[5:7] == ["7", "1"]
     assert "http failed: The server refused the connection (site.probe.test:80)." in out
+    assert lines[0].startswith(f"Browser probe of https://site.probe.test:{probe_site.https_port}/ and "
+                               "http://site.probe.test:80/: 1 loads per row")
+
+
+def test_the_http_variant_goes_to_the_port_given(probe_site):
+    code, out, _ = run_cli(probe_site.url("https"), "--ip", "127.0.0.1", "--ca-file", str(probe_site.ca_file),
+                           "--runs", "1", "--http-port", str(probe_site.http_port))
+    assert code == 0, out
+    assert f"http://site.probe.test:{probe_site.http_port}/" in out.splitlines()[0]
+    assert [line.split()[:2] for line in out.splitlines()[2:6]] == [
+        ["https", "cold"], ["https", "warm"], ["http", "cold"], ["http", "warm"]]
+    assert "http failed" not in out
 
 
 def test_it_exits_2_with_the_reason_when_the_probe_fails(probe_site):
@@ -63,6 +75,9 @@ def test_it_exits_2_with_the_reason_when_the_probe_fails(probe_site):
     (("https://example.com/", "--timeout", "soon"), "--timeout: 'soon' is not a number of seconds"),
     (("https://example.com/", "--timeout", "0.5"), "--timeout must be between 1 and 120 seconds, got 0.5"),
     (("https://example.com/", "--timeout", "nan"), "--timeout must be between 1 and 120 seconds, got nan"),
+    (("https://example.com/", "--http-port", "eighty"), "--http-port: 'eighty' is not a port number"),
+    (("https://example.com/", "--http-port", "70000"), "--http-port must be between 1 and 65535, got 70000"),
+    (("https://example.com:8443/", "--https-port", "443"), "--https-port: 443 differs from the URL's port 8443"),
 ])
 def test_it_names_the_bad_argument(args, message):
     code, out, _ = run_cli(*args, "--json")

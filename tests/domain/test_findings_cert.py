@@ -27,12 +27,12 @@ ROWS = [
         make_facts(cert=deployment(rsa_cert(san=("www.example.org",)), hostname_matches=False)), "fail", "critical",
         "localhost is not in the certificate's names: www.example.org"),
     Row("cert.untrusted", make_facts(cert=deployment(trusted=False)), "fail", "critical",
-        "Mozilla: candidates exhausted"),
+        "not trusted by Mozilla, Apple, Android, Windows: no chain to a root this store trusts"),
     # A mismatch fails every store with a name error: that is the mismatch rule's business, not trust's.
     Row("cert.untrusted", make_facts(cert=deployment(hostname_matches=False)), "pass", "critical"),
     # The organisation's own CA counts only when it asked for it.
     Row("cert.untrusted", make_facts(cert=deployment(trusted=False, custom_ca=True), trust_use_custom_ca=True),
-        "pass", "critical", "Custom CA: trusted"),
+        "pass", "critical", "trusted by Custom CA; not by Mozilla, Apple, Android, Windows"),
     Row("cert.untrusted", make_facts(cert=deployment(trusted=False, custom_ca=True)), "fail", "critical"),
     Row("cert.self_signed", make_facts(cert=rsa_cert(self_signed=True)), "fail", "critical", "signed by itself"),
     Row("cert.chain_incomplete", make_facts(cert=deployment(chain_complete=False)), "fail", "medium",

@@ -26,3 +26,14 @@ NOT_TESTED_ROWS = [
 
 test_it_gives_each_rule_its_verdict, test_every_rule_has_a_row_where_it_fails_or_informs = table_tests(
     "perf", ROWS, NOT_TESTED_ROWS)
+
+
+def test_the_same_count_of_failed_resumptions_is_said_once():
+    from tests.domain.finding_rows import finding
+    from tlsaudit.domain.scanfacts import Check
+
+    facts = make_facts()
+    checks = {**facts.checks, "session_id_resumption": Check(BAD, detail="0 of 5 resumptions succeeded"),
+              "session_ticket_resumption": Check(BAD, detail="0 of 5 resumptions succeeded")}
+    evidence = finding(replace(facts, checks=checks), "perf.session_resumption").evidence
+    assert evidence.count("0 of 5") == 1 and evidence.endswith("(0 of 5 resumptions succeeded with each)")

@@ -288,3 +288,19 @@ def test_a_modern_snippet_warns_an_rsa_site_that_it_needs_ecdsa():
     note = "NOTE: the modern profile needs an ECDSA certificate; localhost serves RSA."
     assert all(note in text for text in config_snippets("modern", make_facts()).values())
     assert not any("NOTE" in text for text in config_snippets("modern", make_facts(cert=ec_cert())).values())
+
+
+def test_a_cap_lifted_while_another_keeps_the_grade_says_which_one_keeps_it():
+    """Issue 17: "lifts the B cap" beside "grade after this change: B" read as a contradiction."""
+    facts = make_facts(protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"), cert=deployment(chain_complete=False))
+    assert grade(facts).grade == "B"
+    chain = by_id(recommend(facts))["cert.fix_chain"]
+    assert chain.predicted_grade == "B"
+    assert "lifts the B cap" in chain.impact
+    assert "The grade stays B until the other caps go too: TLS 1.0 and TLS 1.1 are supported" in chain.impact
+
+
+def test_a_recommendation_says_each_reason_once():
+    facts = make_facts(cert=deployment(rsa_cert(not_after=NOW - timedelta(days=31))))
+    why = by_id(recommend(facts))["cert.replace"].why
+    assert why.count("expired on") == 1 and ".." not in why

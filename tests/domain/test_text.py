@@ -42,3 +42,11 @@ def test_it_names_a_character_for_an_error_message():
 def test_it_makes_one_bounded_line(text, limit, line):
     assert single_line(text, limit) == line
     assert control_character(single_line(text, limit)) is None
+
+
+@pytest.mark.parametrize("seconds, words", [(0.4, "0.4 s"), (9.96, "10.0 s"), (12.4, "12 s"), (60, "1 min"),
+                                            (125, "2 min 5 s"), (3600, "1 h"), (3780, "1 h 3 min")])
+def test_a_duration_is_said_in_seconds_minutes_and_hours(seconds, words):
+    from tlsaudit.domain.text import duration_words
+
+    assert duration_words(seconds) == words

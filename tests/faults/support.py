@@ -25,7 +25,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import psycopg
 import redis as redis_client
 
 from tests.support.tls_servers import die_with_parent
+from tests.support.waiting import wait_until  # noqa: F401  (the fault tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -43,18 +43,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((IP, 0))
         return sock.getsockname()[1]
-
-
-def wait_until(probe, timeout: float, what: str, interval: float = 0.1):
-    """Poll `probe()` until it returns something truthy; fail saying `what` was awaited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 def tail(path: Path, lines: int = 40) -> str:

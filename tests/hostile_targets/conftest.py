@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests import hostile
+from tests.support.waiting import settled  # noqa: F401  (imported from here by other tests)
 
 TARGETS = ("tarpit", "reset", "plain_http", "garbage", "drip", "drip_record", "drip_noise", "drip_server_hello",
            "trickle_every", "slow_http", "slow_subresource", "big_chain", "wrong_sni", "handshake_then_hang",
@@ -179,11 +179,3 @@ def client_sockets_to(port: int, exclude: frozenset[str] = frozenset()) -> list[
     return held
 
 
-def settled(read, ok, seconds: float = 10.0):
-    """Poll `read()` until `ok(value)` or the time is up; the last value."""
-    deadline = time.monotonic() + seconds
-    value = read()
-    while not ok(value) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        value = read()
-    return value

@@ -32,7 +32,8 @@ PUBLIC = {
 }
 # Organization-wide API collections: scoped by the key, no object id to swap.
 API_COLLECTIONS = {"api:organization", "api:portfolio", "api:site-list", "api:site-bulk", "api:audit-list",
-                   "api:loadtest-list", "api:probe-list", "api:report-list", "api:webhook-list"}
+                   "api:loadtest-list", "api:probe-list", "api:report-list", "api:webhook-list",
+                   "api:custom-ca", "api:sites_csv", "api:audits_csv", "api:reports_csv", "api:webhooks_csv"}
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Pages that answer a POST as if it were a GET (they render, change nothing: the snapshot proves it).
 RENDERS_ON_POST = {"audits:detail", "loadtests:overview", "loadtests:run", "loadtests:verification",
@@ -50,7 +51,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "orgs:settings": {}, "orgs:invite": {},
         "orgs:revoke_invitation": {"pk": o["invitation"].pk},
         "orgs:change_role": {"pk": o["membership"].pk}, "orgs:remove_member": {"pk": o["membership"].pk},
-        "sites:list": {}, "sites:add": {}, "sites:import": {},
+        "sites:list": {}, "sites:add": {}, "sites:import": {}, "sites:audit_bulk": {},
         "sites:detail": site, "sites:edit": site, "sites:delete": site,
         "audits:run": site, "audits:detail": {**site, "audit_id": audit}, "audits:retry": {**site, "audit_id": audit},
         "loadtests:overview": site, "loadtests:verification": site, "loadtests:verification_check": site,
@@ -61,7 +62,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "probes:csv": {**site, "probe_id": o["probe"].pk, "table": "loads"},
         "alerts:settings": {}, "alerts:add_webhook": {},
         "alerts:delete_webhook": {"pk": o["webhook"].pk}, "alerts:test_webhook": {"pk": o["webhook"].pk},
-        "reports:request_portfolio": {}, "reports:request_site": site,
+        "reports:request_portfolio": {}, "reports:request_site": site, "reports:branding": {},
         "reports:detail": {"report_id": o["report"].pk}, "reports:download": {"report_id": o["report"].pk},
         "audit_log": {},
         "monitoring:history": site, "monitoring:schedule": site, "monitoring:portfolio": {},
@@ -75,6 +76,8 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "api:report-detail": {"pk": o["report"].pk}, "api:report-pdf": {"pk": o["report"].pk},
         "api:webhook-detail": {"pk": o["webhook"].pk}, "api:webhook-test": {"pk": o["webhook"].pk},
         "api:webhook-deliveries": {"pk": o["webhook"].pk},
+        "api:sites_audits_csv": site, "api:sites_loadtests_csv": site, "api:sites_handshakes_csv": site,
+        "api:sites_probes_csv": site, "api:webhooks_deliveries_csv": {"pk": o["webhook"].pk},
     }
     if name in API_COLLECTIONS:
         return {}

@@ -3,13 +3,14 @@ server and a tiny DNS server on 127.0.0.1 (real sockets, real packets), and lab 
 
 import socket
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
+
+from tests.support import waiting
 
 
 @pytest.fixture
@@ -45,13 +46,7 @@ def lab_site(org_a, tls_lab):
 
 
 def wait_finished(run, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_finished:
-            return run
-        time.sleep(0.2)
-    raise AssertionError(f"run {run.pk} still {run.status} after {timeout} s: {run.progress}")
+    return waiting.wait_finished(run, timeout, lambda r: r.progress)
 
 
 # --- a tiny HTTP server: path -> (status, headers, body) ------------------------------------

@@ -70,3 +70,43 @@ def test_charlie_sees_only_his_own_portfolio(login, charlie, site_a, site_b):
     response = client.get(url(site_b.organization))
     assert [r.site for r in response.context["rows"]] == [site_b]
     assert "shop.example.com" not in response.content.decode()
+
+
+def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(login, alice, org_a, done_audit):
+    """Issue 17: a certificate 31 days past expiry showed '-31 days' in the table and 'None.' under
+    'expiring in the next 90 days'; a site whose audit failed sorted after every graded site."""
+    lapsed = Site.objects.create(organization=org_a, hostname="lapsed.example.com")
+    soon = Site.objects.create(organization=org_a, hostname="soon.example.com")
+    Site.objects.create(organization=org_a, hostname="down.example.com", last_audit_status="failed",
+                        last_audit_at=T0)
+    Site.objects.create(organization=org_a, hostname="new.example.com")
+    done_audit(lapsed, at=T0, cert=rsa_cert(not_after=NOW - timedelta(days=31)))
+    done_audit(soon, at=T0, cert=rsa_cert(not_after=NOW + timedelta(days=10)))
+    with time_machine.travel(NOW, tick=False):
+        response = login(alice).get(url(org_a))
+    hosts = [r[0] for r in rows_of(response)]
+    assert hosts[0] == "down.example.com" and hosts[-1] == "new.example.com"
+    assert dict((r[0], r[3]) for r in rows_of(response))["lapsed.example.com"] == -31
+    assert [r.site.hostname for r, _ in response.context["expired"]] == ["lapsed.example.com"]
+    assert [[r.site.hostname for r in rs] for _, rs in response.context["calendar"]] == [["soon.example.com"]]
+    page = response.content.decode()
+    calendar = page[page.index('data-testid="expiry-calendar"'):page.index('data-testid="window-card"')]
+    assert "lapsed.example.com" in calendar and "expired 31 days ago" in calendar and "None." not in calendar
+    assert "(in 10 days)" in calendar
+    assert "-31" not in page
+    table = page[page.index('data-testid="portfolio"'):page.index('data-testid="expiry-calendar"')]
+    assert 'class="grade small grade-' in table and 'title="the last audit failed"' in table
+    # The portfolio PDF says it the same way.
+    from tlsaudit.reports import services
+    with time_machine.travel(NOW, tick=False):
+        pdf_html = services.render_with_assets("reports/portfolio_report.html",
+                                               services.presenters.portfolio_report(org_a))
+    assert "(expired 31 days ago)" in pdf_html and "-31 days" not in pdf_html
+
+
+def test_an_empty_expiry_list_says_none(login, alice, org_a, done_audit):
+    far = Site.objects.create(organization=org_a, hostname="far.example.com")
+    done_audit(far, at=T0, cert=rsa_cert(not_after=NOW + timedelta(days=400)))
+    with time_machine.travel(NOW, tick=False):
+        page = login(alice).get(url(org_a)).content.decode()
+    assert '<p class="muted">None.</p>' in page

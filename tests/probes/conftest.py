@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import waiting
+
 MARKER = "TLSAUDIT_PROBE_TEST"
 LAB = "a_plus_rsa_hsts"
 
@@ -49,13 +51,7 @@ def probe_site(lab_org, tls_lab):
 
 
 def wait_finished(probe, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        probe.refresh_from_db()
-        if probe.is_finished:
-            return probe
-        time.sleep(0.2)
-    raise AssertionError(f"probe {probe.pk} still {probe.status} after {timeout} s: {probe.current_step}")
+    return waiting.wait_finished(probe, timeout, lambda p: p.current_step)
 
 
 # --- Chromium processes --------------------------------------------------------------------

@@ -111,3 +111,26 @@ def test_the_history_chart_follows_the_done_audits_in_order(site_a):
     chart = presenters.history_chart(site_a)
     assert chart["datasets"][0]["point_labels"] == ["B", "A+"]
     assert [row[1] for row in chart["table"]["rows"]] == ["B", "A+"]
+
+
+def test_the_site_pdf_has_the_pages_cipher_suites_and_configuration_snippets(login, alice, org_a, site_a,
+                                                                            no_chromium_left):
+    """Issue 17 item 10: the PDF lacked the cipher-suite table and the snippets the page shows."""
+    from tlsaudit.audits.presenters import present_report
+
+    audit = done_audit(site_a, **OLD_SERVER)
+    shown = present_report(audit)
+    suites = [s.name for group in shown["suites_by_protocol"] for s in group["suites"]]
+    snippets = dict(shown["snippets"])
+    assert suites and "nginx" in snippets
+    page = login(alice).get(audit.get_absolute_url()).content.decode()
+    assert all(name in page for name in suites)
+
+    text = flat(pdf_text(render_report(Report.objects.create(organization=org_a, site=site_a,
+                                                             kind=Report.Kind.SITE))[0]))
+    assert "Cipher suites" in text and "Configuration for the intermediate profile" in text
+    squeezed = text.replace(" ", "")       # pypdf may split a long suite name where the cell wraps it
+    for name in suites:
+        assert name in squeezed, name
+    first_line = next(line for line in snippets["nginx"].splitlines() if line.strip() and not line.startswith("#"))
+    assert flat(first_line).replace(" ", "") in squeezed

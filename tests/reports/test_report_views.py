@@ -1,25 +1,15 @@
 """Asking for a PDF from the site page or the organization, watching it being made (htmx polling),
 downloading it: a real worker on the `browser` queue prints it in Chromium. Outsiders get 404."""
 
-import time
 
 import pytest
 from django.urls import reverse
 
 from tests.reports.conftest import done_audit, pdf_text
+from tests.support.waiting import wait_finished as wait_until_finished
 from tlsaudit.reports.models import Report
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def wait_until_finished(report: Report, timeout_s: float = 60) -> Report:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        report.refresh_from_db()
-        if report.is_finished:
-            return report
-        time.sleep(0.2)
-    raise AssertionError(f"report {report.pk} still {report.status} after {timeout_s} s")
 
 
 def test_alice_asks_for_a_pdf_a_worker_prints_it_and_bob_downloads_it(login, alice, bob, site_a, start_worker_on,

@@ -5,13 +5,12 @@ form (a bulk import skips the DNS check; an admin may pin any IP)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from tests import hostile
 from tests.loadtests.conftest import verify
 from tests.ssrf.conftest import NUMERIC_FORMS, TARGET_IDS, TRICKY_TARGETS
+from tests.support import waiting
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
 from workers.tls.errors import TargetError
@@ -91,13 +90,7 @@ def queue(path: str, site, user):
 
 
 def wait_finished(row, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        row.refresh_from_db()
-        if row.is_finished:
-            return row
-        time.sleep(0.1)
-    raise AssertionError(f"{row} still {row.status}")
+    return waiting.wait_finished(row, timeout, interval=0.1)
 
 
 @pytest.mark.worker

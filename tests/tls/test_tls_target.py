@@ -44,7 +44,8 @@ def test_an_unresolvable_name_is_a_dns_error():
     with pytest.raises(TargetError) as caught:
         resolve_target("does-not-exist.invalid", 443)
     assert caught.value.code == "dns"
-    assert caught.value.message == "The name does-not-exist.invalid does not resolve (DNS lookup failed)."
+    assert caught.value.message == ("The name does-not-exist.invalid does not resolve: names under .invalid and .onion "
+        "are never looked up in the DNS.")
 
 
 @pytest.mark.parametrize("host,port", [("", 443), ("exa mple.com", 443), ("a/b", 443), ("example.com", 0),

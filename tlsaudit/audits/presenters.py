@@ -108,7 +108,7 @@ def _finding_groups(findings) -> list[dict]:
 
 SNIPPET_ORDER = ("nginx", "apache", "haproxy", "caddy")
 ERROR_LABELS = {
-    "dns": "DNS lookup failed", "private_target": "Refused: not a public address", "refused": "Connection refused",
+    "dns": "Name does not resolve", "private_target": "Refused: not a public address", "refused": "Connection refused",
     "timeout": "Timed out", "no_tls": "No TLS on this port", "tls_handshake_failed": "TLS handshake failed",
     "sslv2_only": "Only SSL 2.0", "starttls_rejected": "STARTTLS refused", "connection_failed": "Connection failed",
     "invalid_target": "Invalid target", "worker_lost": "Interrupted",

@@ -9,6 +9,7 @@ import logging
 import operator
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import reduce
 
@@ -64,6 +65,43 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL) -> tuple[Audit
                                      host=site.hostname, port=site.https_port, queued_at=now, sent_at=now)
         send(audit)
     return audit, True
+
+
+@dataclass
+class BulkQueued:
+    """What "audit all / audit selected" did, per site, in counts and the refusals' reasons."""
+    queued: int = 0
+    already: int = 0
+    unsent: int = 0      # saved and queued, waiting for the broker (the reaper sends them)
+    refused: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+def queue_audits(sites, *, user=None) -> BulkQueued:
+    """queue_audit for each site, under the same limits as one click each. The organization's hourly
+    limit refuses every site after the first refusal (no query per site to learn it again); a target's
+    limit refuses that site only."""
+    outcome = BulkQueued()
+    sites = list(sites)
+    for index, site in enumerate(sites):
+        try:
+            _, created = queue_audit(site, user=user)
+        except AuditRateLimited as refusal:
+            if refusal.message not in outcome.reasons:
+                outcome.reasons.append(refusal.message)
+            if refusal.code == "audits_per_org":
+                outcome.refused += len(sites) - index
+                break
+            outcome.refused += 1
+            continue
+        except QueueUnavailable:
+            outcome.unsent += 1
+            continue
+        if created:
+            outcome.queued += 1
+        else:
+            outcome.already += 1
+    return outcome
 
 
 def send(audit: Audit) -> None:

@@ -2,6 +2,7 @@
 
 from tlsaudit.domain.ciphers import classify, strength_label
 from tlsaudit.domain.scanfacts import PROTOCOLS
+from tlsaudit.domain.trustwords import trust_summary
 
 MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "info"}
 
@@ -44,10 +45,10 @@ def _certificates(facts) -> list[str]:
     out = [" Certificates"]
     for dep in facts.certificates:
         leaf = dep.leaf
-        trusted = ", ".join(f"{t.store} {'ok' if t.trusted else 'NOT ok'}" for t in dep.trust)
+        trusted = trust_summary(dep.trust) or "not checked"
         out += [f"   {leaf.subject}", f"     key {leaf.key_type} {leaf.key_bits}, signature {leaf.signature_hash},"
                 f" valid until {leaf.not_after:%Y-%m-%d}", f"     name matches: {dep.hostname_matches};"
-                f" chain complete: {dep.chain_complete}; trust: {trusted}"]
+                f" chain complete: {dep.chain_complete}", f"     trust: {trusted}"]
     return out
 
 

@@ -125,7 +125,7 @@ class LeanCommand:
         pass
 
     def handle(self, *args, **options):  # pragma: no cover - every command defines it
-        raise NotImplementedError
+        raise NotImplementedError("a LeanCommand subclass must define handle(), as Django's BaseCommand says")
 
     def create_parser(self, prog_name: str, subcommand: str) -> argparse.ArgumentParser:
         parser = argparse.ArgumentParser(prog=f"{os.path.basename(prog_name)} {subcommand}",

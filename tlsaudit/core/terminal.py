@@ -13,6 +13,16 @@ import time
 from pathlib import Path
 
 
+# The SSRF guard's refusal, at a terminal: the person may be testing their own machine on purpose.
+PRIVATE_TARGET_HINT = ("To test a server on this machine or your own network, "
+                       "set TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 (never on a public deployment).")
+
+
+def failure_text(code: str, message: str) -> str:
+    """A command's error message; a refused loopback/private target says which variable allows it."""
+    return f"{message} {PRIVATE_TARGET_HINT}" if code == "private_target" else message
+
+
 def process_age_s() -> float | None:
     """Seconds since this process was started, from /proc (Linux; clock ticks of 10 ms); None elsewhere."""
     try:

@@ -11,12 +11,12 @@ from datetime import datetime
 
 from tlsaudit.domain.findings import Finding, derive_findings
 from tlsaudit.domain.grading import GradeResult, grade
-from tlsaudit.domain.mozilla import PROFILE_NAMES, best_profile, explain_issues, profile_report
+from tlsaudit.domain.mozilla import DATES_FAIL, PROFILE_NAMES, best_profile, explain_issues, profile_report
 from tlsaudit.domain.remediation import Recommendation, predict_all, recommend
 from tlsaudit.domain.scanfacts import ScanFacts
 from tlsaudit.domain.snippets import config_snippets
 
-RULES_VERSION = "2009r+tlsaudit.1"  # bump when grading, findings or recommendations change
+RULES_VERSION = "2009r+tlsaudit.2"  # bump when grading, findings or recommendations change
 
 
 @dataclass(frozen=True)
@@ -76,13 +76,26 @@ def explain_mozilla(report: dict, source: str) -> dict:
     return explained
 
 
+def dated_by_custom_ca(report: dict, facts: ScanFacts) -> dict:
+    """The organization's CA vouches for the chain and only the dates fail: path validation still
+    fails, but for the dates, so the verdict says so (and is not explained as "get a public CA")."""
+    dated = facts.trust_use_custom_ca and facts.certificates and all(
+        any(t.store == "Custom CA" and (t.trusted or t.dates_only) for t in dep.trust) for dep in facts.certificates)
+    if not dated:
+        return report
+    why = f"Certificate path validation failed for {facts.certificates[0].leaf.subject}: {DATES_FAIL}."
+    return {name: {**entry, "issues": {k: (why if k == "certificate_path_validation" else v)
+                                       for k, v in (entry.get("issues") or {}).items()}}
+            for name, entry in report.items()}
+
+
 def accept_custom_ca(report: dict, facts: ScanFacts) -> dict:
     """sslyze's checker validates against the public stores only. For an organization that
     supplied its own CA (internal PKI), a chain that CA validates passes, as in the grader."""
     trusted = facts.trust_use_custom_ca and facts.certificates and all(
         any(t.store == "Custom CA" and t.trusted for t in dep.trust) for dep in facts.certificates)
     if not trusted:
-        return report
+        return dated_by_custom_ca(report, facts)
     adjusted = {}
     for name, entry in report.items():
         issues = {k: v for k, v in (entry.get("issues") or {}).items() if k != "certificate_path_validation"}

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from tlsaudit.domain.ciphers import SuiteInfo, classify, ephemeral_rsa_bits, rsa_equivalent_bits
 from tlsaudit.domain.scanfacts import (BAD, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite,
                                        ScanFacts)
+from tlsaudit.domain.trustwords import trust_error_words
 
 RULESET = "2009r"
 HSTS_MIN_MAX_AGE = 15552000  # 180 days, needed for A+
@@ -91,7 +92,7 @@ _RULE_TABLE = (
     ("plus.hsts", "A+", f"A valid HSTS header with max-age >= {HSTS_MIN_MAX_AGE} (180 days) lifts A to A+",
      f"Add HSTS with max-age >= {HSTS_MIN_MAX_AGE} (180 days)"),
     ("trust.untrusted", "T", "The chain is not trusted by the Mozilla store (or the custom CA, when one is set)",
-     "Use a certificate issued by a publicly trusted CA"),
+     "Use a certificate issued by a publicly trusted CA (or by your custom CA, for an internal site)"),
     ("trust.expired", "T", "The certificate has expired", "Renew the certificate"),
     ("trust.not_yet_valid", "T", "The certificate is not valid yet",
      "Check the certificate's start date and the server clock"),
@@ -590,7 +591,7 @@ def _is_trusted(facts: ScanFacts, deployment: CertificateDeployment) -> bool | N
     results = [t for t in deployment.trust if t.store in _trust_stores(facts)]
     if not results:
         return None
-    return any(t.trusted or _is_name_error(t.error) for t in results)
+    return any(t.trusted or t.dates_only or _is_name_error(t.error) for t in results)
 
 
 def _trust_stores(facts: ScanFacts) -> set[str]:
@@ -598,14 +599,14 @@ def _trust_stores(facts: ScanFacts) -> set[str]:
 
 
 def _is_name_error(error: str) -> bool:
-    text = error.lower()
-    return "subjectaltname" in text or "hostname" in text
+    return trust_error_words(error) == "the certificate does not cover the host name"
 
 
 def _untrusted_reason(facts: ScanFacts, deployment: CertificateDeployment) -> str:
     store = "the Mozilla store or your custom CA" if facts.trust_use_custom_ca else "the Mozilla store"
-    errors = [t.error for t in deployment.trust if t.store in _trust_stores(facts) and t.error]
-    detail = f" ({errors[0]})" if errors else ""
+    reasons = dict.fromkeys(trust_error_words(t.error) for t in deployment.trust
+                            if t.store in _trust_stores(facts) and t.error)
+    detail = f": {'; '.join(reasons)}" if reasons else ""
     return f"The certificate chain for {deployment.leaf.subject} is not trusted by {store}{detail}"
 
 

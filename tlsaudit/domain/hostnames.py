@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import idna
 
+from tlsaudit.domain.text import describe
+
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 MAX_HOSTNAME = 253
 
@@ -90,9 +92,32 @@ def normalize_hostname(host: str) -> str:
     try:
         ascii_host = idna.encode(host, uts46=True).decode("ascii")
     except idna.IDNAError as exc:
-        raise AddressError(f"{host!r} is not a valid host name ({exc}).") from None
+        raise AddressError(f"{host!r} is not a valid host name: {idna_problem(str(exc))}.") from None
     _check_labels(ascii_host)
     return ascii_host
+
+
+IDNA_CODEPOINT = re.compile(
+    r"(?:Codepoint|Joiner) U\+([0-9A-Fa-f]+)(?: not allowed)? at position (\d+) (?:of|in) '(.*)'")
+IDNA_WORDS = {
+    "Label must not start or end with a hyphen": "a part between dots may not start or end with a hyphen",
+    "Empty Label": "it has two dots in a row (an empty part)",
+    "Label too long": "a part between dots is longer than 63 characters",
+    "Domain too long": f"it is longer than {MAX_HOSTNAME} characters",
+}
+
+
+def idna_problem(message: str) -> str:
+    """The idna library's complaint ('Codepoint U+005F at position 4 of 'foo_bar' not allowed') in words."""
+    found = IDNA_CODEPOINT.search(message)
+    if found:
+        char, label = chr(int(found[1], 16)), found[3]
+        shown = f"“{char}”" if char.isprintable() and not char.isspace() else describe(char)
+        if char == " ":
+            shown = "a space"
+        where = f" (in “{label}”)" if label.isprintable() and "\\" not in label else ""
+        return f"{shown} is not allowed in a host name{where}; use letters, digits, hyphens and dots"
+    return IDNA_WORDS.get(message.strip(), "it cannot be written as an internationalised domain name")
 
 
 def _as_ip(host: str) -> str | None:

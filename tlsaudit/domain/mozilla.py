@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from importlib.resources import files
 
 from tlsaudit.domain.findings import is_trusted
+from tlsaudit.domain.findings.registry import aware
 from tlsaudit.domain.scanfacts import BAD, OK, PROTOCOLS, ScanFacts
 
 # The pinned guidelines. The file in data/ is a byte-for-byte copy of the one sslyze 6.3.1 bundles
@@ -189,6 +190,14 @@ def signature_algorithm(deployment) -> str | None:
     return None
 
 
+# The verdict's words when only the dates fail (audit_report.dated_by_custom_ca writes them).
+DATES_FAIL = "only its validity dates fail, your custom CA vouches for the chain"
+
+
+def within_dates(cert, now) -> bool:
+    return aware(cert.not_before) <= aware(now) <= aware(cert.not_after)
+
+
 def _check_certificates(facts: ScanFacts, p: Profile) -> dict[str, str]:
     issues: dict[str, str] = {}
     if not facts.certificates:
@@ -200,7 +209,8 @@ def _check_certificates(facts: ScanFacts, p: Profile) -> dict[str, str]:
     for dep in facts.certificates:
         leaf = dep.leaf
         # sslyze's path validation includes the host name, so a mismatch fails it too.
-        if not (is_trusted(dep, facts) and dep.hostname_matches):
+        # An expired chain fails path validation even when its CA is trusted (is_trusted leaves dates aside).
+        if not (is_trusted(dep, facts) and dep.hostname_matches and within_dates(leaf, facts.started_at)):
             issues["certificate_path_validation"] = f"Certificate path validation failed for {leaf.subject}."
         if leaf.key_type == "EC":
             key_types.add("ecdsa")
@@ -354,6 +364,9 @@ def _explain(p: Profile, key: str, text: str) -> str:
     if key == "tls_curves":
         return (f"Stop offering the key-exchange groups {_and(_names(text)) or 'listed'}; {label} allows "
                 f"{_and(list(p.tls_curves))}.")
+    if key == "certificate_path_validation" and DATES_FAIL in text:
+        return ("Your certificate is outside its validity dates: renew it with the CA that issued it "
+                "(your custom CA vouches for the chain).")
     if key == "certificate_path_validation":
         return ("Browsers do not trust your certificate chain: install a certificate from a public CA "
                 "and serve its intermediate certificates.")

@@ -110,7 +110,8 @@ class _Context:
             return []
         g = self.grade
         items = [(c.rule_id, c.reason) for c in g.caps] + [(w.rule_id, w.message) for w in g.warnings]
-        items += [(t.rule_id, t.reason) for t in g.trust_issues]
+        # A trust issue's reason repeats the why ("it expired on …"): name the grade it removes.
+        items += [(t.rule_id, f"the {t.kind} grade") for t in g.trust_issues]
         return list(dict.fromkeys(reason for rule_id, reason in items if rule_id in rule_ids))
 
 
@@ -128,10 +129,22 @@ class _Draft:
 
 def _finish(ctx: _Context, d: _Draft) -> Recommendation:
     after = _safe_grade(d.transform(ctx.facts))
-    reasons = ctx.caps(*d.fixes) + [f"{f.title}: {f.evidence}" for f in ctx.failed(*d.fixes)]
+    # The why already says what is wrong: the grade's reasons and the findings' titles name what goes
+    # away (the findings' evidence would say the why a third time).
+    reasons = ctx.caps(*d.fixes) + [f.title for f in ctx.failed(*d.fixes)]
     why = d.why + (" Fixes: " + "; ".join(dict.fromkeys(reasons)) + "." if reasons else "")
-    return Recommendation(id=d.id, title=d.title, why=why, change=d.change, kind=d.kind, impact=d.impact,
-                          predicted_grade=after.grade if after else None, fixes=d.fixes, transform=d.transform)
+    return Recommendation(id=d.id, title=d.title, why=why, change=d.change, kind=d.kind,
+                          impact=_impact(ctx, d, after), predicted_grade=after.grade if after else None,
+                          fixes=d.fixes, transform=d.transform)
+
+
+def _impact(ctx: _Context, d: _Draft, after: GradeResult | None) -> str:
+    """A draft's impact says "lifts the B cap"; when other caps keep the grade where it is, say which,
+    so "grade after this change: B" beside it is not a contradiction."""
+    if not (after and ctx.grade and after.caps and after.grade == ctx.grade.grade and "cap" in d.impact):
+        return d.impact
+    others = "; ".join(dict.fromkeys(c.reason for c in after.caps))
+    return f"{d.impact} The grade stays {after.grade} until the other caps go too: {others}."
 
 
 def _safe_grade(facts: ScanFacts) -> GradeResult | None:
@@ -314,9 +327,8 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
         id="cert.replace",
         title="Renew the certificate" if only_expiry else "Replace the certificate",
         why=f"Browsers warn visitors or will soon: {details}.",
-        change=(f"Get a new {' and '.join(kinds)} certificate for {ctx.facts.host} from a public CA (e.g. Let's "
-                "Encrypt via an ACME client that renews automatically), SHA-256 signed, and serve it with its "
-                "intermediate certificates."),
+        change=(f"Get a new {' and '.join(kinds)} certificate for {ctx.facts.host} from "
+                f"{_issuer_to_ask(ctx.facts, broken)}, SHA-256 signed, and serve it with its intermediate certificates."),
         impact="Visitors stop seeing certificate warnings; the T/M grade goes away.",
         transform=lambda f: _replace_certificates(f, lambda d: bool(_cert_problems(f, d))),
         fixes=("cert.expired", "cert.not_yet_valid", "cert.expires_soon", "cert.hostname_mismatch",
@@ -324,6 +336,16 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
                "cert.rsa_exponent_1", "cert.ec_weak", "trust.expired", "trust.not_yet_valid",
                "trust.hostname_mismatch", "trust.untrusted", "trust.self_signed", "trust.sha1",
                "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1"))
+
+
+def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:
+    """Your own CA when it already vouches for every broken chain (only the dates or the name are
+    wrong): sending the user to a public CA would be a different project, not a renewal."""
+    if f.trust_use_custom_ca and all(any(t.store == "Custom CA" and (t.trusted or t.dates_only) for t in d.trust)
+                                     for d in broken):
+        return ("your own CA (the custom CA set for this site, which vouches for the current one) "
+                "and automate its renewal")
+    return "a public CA (e.g. Let's Encrypt via an ACME client that renews automatically)"
 
 
 def _rec_chain(ctx: _Context) -> _Draft | None:

@@ -82,7 +82,8 @@ class Certificate:
 class TrustResult:
     store: str                      # "Mozilla", "Apple", "Android", "Windows", "Java", "Custom CA"
     trusted: bool
-    error: str = ""                 # sslyze's validation_error, as is
+    error: str = ""                 # why the store refused, in words (trustwords; older audits: sslyze's text)
+    dates_only: bool = False        # refused only for the dates: the chain verifies at a time inside them
 
 
 @dataclass(frozen=True)

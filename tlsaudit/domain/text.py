@@ -9,6 +9,7 @@ safe where it leaves (`single_line`).
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime
 
 # Explicit bidirectional formatting: they reorder what is displayed ("Trojan Source" spoofing).
 BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -42,3 +43,39 @@ def single_line(text: str, limit: int = 200) -> str:
     words = "".join(" " if is_control(c) else c for c in str(text)).split()
     line = " ".join(words)
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def duration_words(seconds: float) -> str:
+    """'0.4 s', '12 s', '2 min 5 s', '1 h 3 min': a run's length for a person (Django's timesince
+    says '0 minutes' for anything under one)."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def days_until(expires: datetime | None, now: datetime) -> int | None:
+    """Whole days left; negative once expired (-1 for a certificate that expired an hour ago)."""
+    if expires is None:
+        return None
+    if expires >= now:
+        return (expires - now).days
+    return -max(1, (now - expires).days)
+
+
+def expiry_words(days_left: int | None) -> str:
+    """'12 days', 'expires today', 'expired 31 days ago': a negative count is never shown bare."""
+    if days_left is None:
+        return "–"
+    if days_left < 0:
+        ago = -days_left
+        return f"expired {ago} day{'s' if ago != 1 else ''} ago"
+    if days_left == 0:
+        return "expires today"
+    return f"{days_left} day{'s' if days_left != 1 else ''}"

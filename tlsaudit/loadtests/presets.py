@@ -21,7 +21,7 @@ def presets_within(limits) -> list[dict]:
     found.append(preset("sweep", "Quick sweep", f"HTTP vs HTTPS at {fmt(quick)}, {sweep_n} requests each",
                         [("levels", fmt(quick)), ("requests", max(sweep_n, quick[-1])), ("modes", "new")]))
     full_n = min(500, max_n)
-    found.append(preset("sweep", "Seed's sweep", f"HTTP vs HTTPS at {fmt(levels)}, {full_n} requests each, "
+    found.append(preset("sweep", "Full sweep", f"HTTP vs HTTPS at {fmt(levels)}, {full_n} requests each, "
                         "new connections and keep-alive",
                         [("levels", fmt(levels)), ("requests", max(full_n, levels[-1])), ("modes", "new"),
                          ("modes", "keepalive")]))

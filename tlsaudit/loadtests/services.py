@@ -161,9 +161,10 @@ def requests_per_step(kind: str, params: dict) -> int:
 
 def ensure_verified(site) -> None:
     """Refuse unless the owner proved control; a proof older than VERIFICATION_MAX_AGE_DAYS is re-checked."""
-    verification = proofs.verification_for(site)
+    verification = proofs.host_proof(site)
     if verification.is_verified and verification.is_stale:
-        verification = proofs.check_now(site, verification.method or None)
+        proofs.check_now(verification.site, verification.method or None)  # the site whose proof it is
+        verification = proofs.host_proof(site)
         if not verification.is_verified:
             raise RunRefused("unverified", f"{site.label}'s ownership proof expired and the re-check failed: "
                                            f"{verification.last_error}")
@@ -175,7 +176,7 @@ def ensure_verified(site) -> None:
 def unverified_reason(site, verification=None) -> str | None:
     """Why no run may go to `site` as it is now (None: its proof holds); no network, so the worker can
     ask again when it takes the run (the site may have been edited while the run was queued)."""
-    verification = verification or proofs.verification_for(site)
+    verification = verification or proofs.host_proof(site)
     if verification.is_verified:
         return None
     if verification.site_changed:

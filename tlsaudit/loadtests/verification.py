@@ -8,7 +8,9 @@ the port of the scheme they name, without user info. The secret is in no request
 DNS: a TXT record `_tlsaudit.<host>` equal to the same line, asked of settings.DNS_RESOLVER (or the
 system's resolver); not for a site pinned to an IP (the record proves the name, not that address).
 
-A proof covers the host name, ports and pinned IP it was made for (models.proof_subject).
+A proof covers the host name, ports and pinned IP it was made for (models.proof_subject), and every
+other site of the same organization with that host name and pinned IP (`host_proof`): a host is proven
+once for all its ports. Never across organizations: each proves for itself, with its own secret.
 Checks return a `CheckResult`; `check_now` saves the outcome on the SiteVerification row.
 """
 
@@ -50,6 +52,21 @@ def verification_for(site) -> SiteVerification:
     return verification
 
 
+def host_proof(site) -> SiteVerification:
+    """The proof that covers `site`: its own when it holds, else one a sibling holds: a site of the same
+    organization with the same host name and the same pinned IP (or none), on other ports. Ports do not
+    matter to a proof of the name (DNS) or of the server (the file): load still goes only to an address
+    that served the file (address_unproven_reason). Else the site's own, unproven."""
+    own = verification_for(site)
+    if own.is_verified:
+        return own
+    siblings = (SiteVerification.objects.select_related("site__organization")
+                .filter(site__organization_id=site.organization_id, site__hostname__iexact=site.hostname,
+                        site__pinned_ip=site.pinned_ip, verified_at__isnull=False)
+                .exclude(site_id=site.pk).order_by("-verified_at", "pk"))
+    return next((proof for proof in siblings if proof.is_verified), own)
+
+
 def check_now(site, method: str | None = None) -> SiteVerification:
     """Run the asked check (or the file, then DNS) and save the outcome: a failed re-check
     withdraws an earlier verification."""
@@ -71,10 +88,11 @@ def address_unproven_reason(site, ip: str) -> str | None:
     served from another address) says nothing about the server the name points at now: whoever runs a
     name can point it at anybody's server. So the address must have served the file; if it has not yet,
     it is asked now (one GET), and a pass is remembered. A pinned site's proof was made at its pinned IP."""
-    verification = verification_for(site)
+    verification = host_proof(site)
     if site.pinned_ip or ip in verification.proved_ips:
         return None
-    result = file_served_at(site, verification, ip)
+    # Asked on the ports of the site whose proof it is: that is where its owner serves the file.
+    result = file_served_at(verification.site, verification, ip)
     if not result.ok:
         return (f"{site.hostname} now points at {ip}, and that server did not serve the verification file: "
                 f"{result.message.removeprefix('HTTP file: ')} A DNS record or a file served elsewhere proves "

@@ -24,7 +24,7 @@ RUN_ACTION = "run_audits"
 
 def overview_context(org, site, **extra) -> dict:
     limits = LoadLimits.for_org(org)
-    return {"org": org, "site": site, "verification": proofs.verification_for(site), "limits": limits,
+    return {"org": org, "site": site, "verification": proofs.host_proof(site), "limits": limits,
             "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
             "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
             "default_per_agent": services.DEFAULT_PER_AGENT,
@@ -46,7 +46,7 @@ def perf_overview(request, org, pk):
 def verification_page(request, org, pk):
     org, site = site_for(request, org, pk)
     return render(request, "loadtests/verification.html", {
-        "org": org, "site": site, "verification": proofs.verification_for(site),
+        "org": org, "site": site, "verification": proofs.host_proof(site),
         "can_run": roles.can(org.role, RUN_ACTION)})
 
 
@@ -57,7 +57,10 @@ def verification_check(request, org, pk):
     method = request.POST.get("method") or None
     if method not in (None, "http", "dns"):
         method = None
-    verification = proofs.check_now(site, method)
+    # A site covered by a sibling's proof (same host, other port) re-checks that proof, not a new one.
+    covering = proofs.host_proof(site)
+    proofs.check_now(covering.site if covering.is_verified else site, method)
+    verification = proofs.host_proof(site)
     context = {"org": org, "site": site, "verification": verification, "can_run": True}
     if request.htmx:
         return render(request, "loadtests/verification.html#verification-state", context)

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.domain.diff import rank
+from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.sites.models import Site
 
 CALENDAR_DAYS = 90
@@ -49,7 +50,7 @@ def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "") -> lis
         site.organization = org
         expires = site.cert_expires_at
         rows.append(Row(site=site, trend=trend(site.latest_score, site.previous_score), expires=expires,
-                        days_left=(expires - now).days if expires else None, url=link.format(site.pk),
+                        days_left=days_until(expires, now), url=link.format(site.pk),
                         tags=tags.get(site.pk, []), audited=stamp(site.last_audit_at),
                         expires_day=timezone.localtime(expires).strftime("%a %Y-%m-%d") if expires else ""))
     return sorted(rows, key=worst_first)
@@ -77,19 +78,42 @@ def rows_html(rows: list[Row]) -> str:
 
 def row_html(r: Row) -> str:
     tags = "".join(f' <span class="tag">{escape(t)}</span>' for t in r.tags)
-    days = f"{r.days_left} days" if r.days_left is not None else "–"
     return (f'<tr data-testid="portfolio-row" data-site="{r.site.pk}">'
             f'<td><a href="{escape(r.url)}">{escape(r.site.label)}</a>{tags}</td>'
-            f'<td>{escape(r.site.last_grade) or "–"}</td><td data-trend="{r.trend}">{ARROWS.get(r.trend, "")}</td>'
-            f'<td>{days}</td><td>{r.audited}</td></tr>\n')
+            f'<td>{grade_badge(r.site)}</td><td data-trend="{r.trend}">{ARROWS.get(r.trend, "")}</td>'
+            f'<td{expiry_class(r)}>{escape(expiry_words(r.days_left))}</td><td>{r.audited}</td></tr>\n')
+
+
+def grade_badge(site: Site) -> str:
+    """The grade in its colour, as on the site list; a site whose last audit failed says so."""
+    if site.last_grade:
+        grade = escape(site.last_grade)
+        return f'<span class="grade small grade-{grade}">{grade}</span>'
+    if is_down(site):
+        return '<span class="grade small grade-none" title="the last audit failed">!</span> down'
+    return '<span class="muted">not audited</span>'
+
+
+def expiry_class(r: Row) -> str:
+    return ' class="expired"' if r.days_left is not None and r.days_left < 0 else ""
 
 
 ARROWS = {"up": "↑", "down": "↓", "same": "→"}
 
 
+def is_down(site: Site) -> bool:
+    """The last audit failed (no TLS answer, refused, timed out): no grade, and worse than an F."""
+    return not site.last_grade and site.last_audit_status == "failed"
+
+
 def worst_first(row: Row):
-    graded = bool(row.site.last_grade)
-    return (not graded, -rank(row.site.last_grade) if graded else 0, row.site.hostname)
+    """Down sites first, then grades from worst to best, then sites never audited (nothing to fix yet)."""
+    site = row.site
+    if is_down(site):
+        return (0, 0, site.hostname)
+    if site.last_grade:
+        return (1, -rank(site.last_grade), site.hostname)
+    return (2, 0, site.hostname)
 
 
 def trend(new: int | None, old: int | None) -> str:
@@ -99,8 +123,14 @@ def trend(new: int | None, old: int | None) -> str:
     return "up" if new > old else "down" if new < old else "same"
 
 
+def expired_certificates(rows: list[Row], now: datetime) -> list[Row]:
+    """Certificates already past their expiry, the longest expired first: they lead the calendar."""
+    return sorted((r for r in rows if r.expires and r.expires < now), key=lambda r: r.expires)
+
+
 def expiry_calendar(rows: list[Row], now: datetime) -> list[tuple[date, list[Row]]]:
-    """Certificates expiring within CALENDAR_DAYS, grouped by the Monday of their week."""
+    """Certificates expiring within CALENDAR_DAYS, grouped by the Monday of their week (the expired
+    ones are listed apart, by expired_certificates)."""
     horizon = now + timedelta(days=CALENDAR_DAYS)
     weeks = defaultdict(list)
     for row in sorted((r for r in rows if r.expires and now <= r.expires <= horizon), key=lambda r: r.expires):

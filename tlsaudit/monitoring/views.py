@@ -61,7 +61,8 @@ def portfolio(request, org):
 def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
-    from tlsaudit.monitoring.portfolio import expiry_calendar, portfolio_rows, rows_html
+    from tlsaudit.domain.text import expiry_words
+    from tlsaudit.monitoring.portfolio import expired_certificates, expiry_calendar, portfolio_rows, rows_html
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()
@@ -70,9 +71,11 @@ def _portfolio_context(request, org, window_form=None):
     if window_form is None:
         window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
     return {"org": org, "rows": rows, "row_html": rows_html(rows), "calendar": expiry_calendar(rows, now),
+            "expired": [(r, expiry_words(r.days_left)) for r in expired_certificates(rows, now)],
             "tag": tag, "grade": grade,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
-            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org")}
+            "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
+            "can_run_audits": roles.can(org.role, "run_audits")}
 
 
 @login_required

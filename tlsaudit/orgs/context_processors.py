@@ -8,8 +8,14 @@ def organizations(request):
 
     resolver = getattr(request, "resolver_match", None)
     slug = resolver.kwargs.get("org") if resolver else None
-    my_orgs = list(orgs_of(user))
+    from django.db.models import F
+
+    from tlsaudit.domain import roles
+
+    # The role rides along (the same join as the membership filter): the menu links only what it may open.
+    my_orgs = list(orgs_of(user).annotate(my_role=F("memberships__role")))
     current = next((o for o in my_orgs if o.slug == slug), None)
     if current is None and slug is None:
         current = next((o for o in my_orgs if o.pk == user.last_org_id), None)
-    return {"my_orgs": my_orgs, "current_org": current}
+    can_manage = current is not None and roles.can(current.my_role, "manage_org")
+    return {"my_orgs": my_orgs, "current_org": current, "can_manage_current_org": can_manage}

@@ -47,7 +47,13 @@ def org_settings(request, org):
 
 
 def _members_context(request, org, **extra):
+    from tlsaudit.reports.forms import BrandingForm
+    from tlsaudit.reports.models import ReportBranding
+
+    branding = ReportBranding.objects.filter(organization=org).first()
     return {
+        "branding": branding,
+        "branding_form": BrandingForm(instance=branding),
         "org": org,
         "members": org.memberships.select_related("user"),
         "invitations": [i for i in org.invitations.filter(accepted_at=None) if not i.is_expired],

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.audits.presenters import present_report
+from tlsaudit.domain.text import days_until, expiry_words
 
 GRADE_ORDER = {"A+": 0, "A": 1, "A-": 2, "B": 3, "C": 4, "D": 5, "E": 6, "F": 7, "T": 8, "M": 9}
 PRINTABLE_CHARTS = ("bar", "line")
@@ -64,7 +65,8 @@ def portfolio_row(site, now) -> dict:
     done = site.last_audit_status == "done"
     expiry = site.cert_expires_at if done else None
     return {"site": site, "grade": site.last_grade if done else "", "score": site.latest_score if done else None,
-            "expires": expiry, "days_left": (expiry - now).days if expiry else None,
+            "expires": expiry, "days_left": days_until(expiry, now),
+            "expiry_words": expiry_words(days_until(expiry, now)),
             "expires_day": formatted(expiry, "%Y-%m-%d"), "audited": formatted(site.last_audit_at, "%Y-%m-%d %H:%M"),
             "audited_at": site.last_audit_at, "status": site.last_audit_status}
 

@@ -4,6 +4,7 @@ from tlsaudit.reports import views
 
 app_name = "reports"
 urlpatterns = [
+    path("branding/", views.branding, name="branding"),
     path("portfolio/", views.request_portfolio, name="request_portfolio"),
     path("sites/<int:pk>/", views.request_site, name="request_site"),
     path("<int:report_id>/", views.report_detail, name="detail"),

@@ -7,7 +7,9 @@ from django.views.decorators.http import require_POST
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
 from tlsaudit.reports import services
-from tlsaudit.reports.models import Report
+from tlsaudit.core.auditlog import record
+from tlsaudit.reports.forms import BrandingForm
+from tlsaudit.reports.models import Report, ReportBranding
 from tlsaudit.sites.views import site_for
 
 
@@ -50,3 +52,22 @@ def download(request, org, report_id):
     except (FileNotFoundError, ValueError):
         raise Http404("The PDF file is gone.") from None
     return FileResponse(handle, as_attachment=True, filename=report.filename, content_type="application/pdf")
+
+
+@login_required
+@require_POST
+def branding(request, org):
+    """The logo and accent colour of the organization's PDF reports (a form on the settings page)."""
+    org = org_for(request, org, "manage_org")
+    current = ReportBranding.objects.filter(organization=org).first() or ReportBranding(organization=org)
+    form = BrandingForm(request.POST, request.FILES, instance=current)
+    if form.is_valid():
+        form.save()
+        record("org.settings_changed", org=org, target=org.name, request=request,
+               fields=form.changed_data)
+        messages.success(request, "Report branding saved.")
+    else:
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, error)
+    return redirect("orgs:settings", org.slug)

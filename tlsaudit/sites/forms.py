@@ -31,6 +31,9 @@ class SiteForm(forms.ModelForm):
         help_texts = {"pinned_ip": "Scan this address instead of resolving the host name "
                                    "(a staging server, or one node behind a load balancer)."}
 
+    # The host name first: it is the one field every site needs (declared fields would come last).
+    field_order = ["address", "name", "https_port", "http_port", "pinned_ip", "tags_text"]
+
     def __init__(self, *args, org, check_dns=True, **kwargs):
         super().__init__(*args, **kwargs)
         self.org = org
@@ -148,8 +151,10 @@ class SiteForm(forms.ModelForm):
 class BulkImportForm(forms.Form):
     lines = forms.CharField(
         required=False, label="Paste sites",
-        widget=forms.Textarea(attrs={"rows": 8, "placeholder": "example.com\nshop.example.com:8443\nhttps://blog.example.org/"}),
-        help_text="One host[:port] a line. Lines starting with # are ignored.")
+        widget=forms.Textarea(attrs={"rows": 8, "placeholder": "example.com\nshop.example.com:8443 203.0.113.7\nhttps://blog.example.org/"}),
+        help_text="One site a line: <code>host[:port]</code>, optionally followed by a space and the IP to scan "
+                  "instead of resolving the name (<code>lab.example:8443 10.0.0.5</code>). Lines starting with # "
+                  "are ignored.")
     csv_file = forms.FileField(
         required=False, label="…or upload a CSV",
         help_text="Columns: hostname, https_port, http_port, pinned_ip, name, tags (header row optional).")

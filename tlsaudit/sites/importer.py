@@ -9,6 +9,7 @@ from django.db import transaction
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
 
 CSV_COLUMNS = ["hostname", "https_port", "http_port", "pinned_ip", "name", "tags"]
+ERROR = "_error"   # a row the parser already refused, with why
 
 
 @dataclass
@@ -21,12 +22,26 @@ class ImportRow:
 
 
 def rows_from_lines(text: str) -> list[tuple[int, str, dict]]:
+    """`host[:port] [ip]` a line (blank lines and # comments skipped)."""
     rows = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if line and not line.startswith("#"):
-            rows.append((number, line, {"address": line}))
+            rows.append((number, line, fields_of_line(line)))
     return rows
+
+
+def fields_of_line(line: str) -> dict:
+    """The form data of one pasted line; a line with more than two words carries its own error."""
+    from tlsaudit.domain.netguard import parse_ip_literal
+
+    words = line.split()
+    shape = "a line is host[:port], then optionally a space and the IP to scan (a host name cannot contain spaces)"
+    if len(words) > 2:
+        return {"address": words[0], ERROR: f"{len(words)} words: {shape}."}
+    if len(words) == 2 and parse_ip_literal(words[1]) is None:
+        return {"address": words[0], ERROR: f"{words[1]!r} is not an IP address: {shape}."}
+    return {"address": words[0], "pinned_ip": words[1] if len(words) == 2 else ""}
 
 
 def rows_from_csv(text: str) -> list[tuple[int, str, dict]]:
@@ -54,6 +69,8 @@ def import_sites(org, user, rows, extra_tags=()) -> list[ImportRow]:
 
 
 def _import_row(org, user, number, text, data, extra_tags) -> ImportRow:
+    if ERROR in data:
+        return ImportRow(number, text, False, data[ERROR])
     tags = ", ".join(filter(None, [data.get("tags_text", ""), *extra_tags]))
     form = SiteForm({**data, "tags_text": tags}, org=org, check_dns=False)
     if not form.is_valid():
@@ -63,7 +80,15 @@ def _import_row(org, user, number, text, data, extra_tags) -> ImportRow:
         site.created_by = user
         site.save()
         form.save_tags(site)
-    return ImportRow(number, text, True, f"Added {site.origin}.", site)
+    where = f" (scanned at {site.pinned_ip})" if site.pinned_ip else ""
+    return ImportRow(number, text, True, f"Added {site.display_origin}{where}.", site)
+
+
+def rejected_lines(results: list[ImportRow], pasted: list[tuple[int, str, dict]]) -> str:
+    """The pasted lines that were not added, as typed: they go back into the box to be fixed."""
+    if len(results) < len(pasted):  # the whole import was refused (too many lines): keep every line
+        return "\n".join(text for _, text, _ in pasted)
+    return "\n".join(text for (_, text, _), result in zip(pasted, results) if not result.added)
 
 
 def _first_errors(form) -> str:

@@ -1,7 +1,7 @@
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Q, prefetch_related_objects
+from django.db.models import F, Q, prefetch_related_objects
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
@@ -9,10 +9,11 @@ from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
-from tlsaudit.sites.importer import import_sites, rows_from_csv, rows_from_lines
+from tlsaudit.sites.importer import import_sites, rejected_lines, rows_from_csv, rows_from_lines
 from tlsaudit.sites.models import Site
 
 SORTS = {"host": "hostname", "-host": "-hostname", "name": "name", "-name": "-name",
+         "audited": F("last_audit_at").asc(nulls_first=True), "-audited": F("last_audit_at").desc(nulls_last=True),
          "added": "created_at", "-added": "-created_at", "port": "https_port", "-port": "-https_port"}
 PAGE_SIZE = 25
 
@@ -43,6 +44,7 @@ def site_list(request, org):
         "org": org, "page": page, "tag": tag, "q": query, "sort": sort,
         "all_tags": org.tags.order_by("name").values_list("name", flat=True),
         "can_edit": roles.can(org.role, "manage_sites"),
+        "can_run": roles.can(org.role, "run_audits"),
         "total": page.paginator.count if not (tag or query) else Site.objects.filter(organization=org).count(),
     })
 
@@ -127,12 +129,51 @@ def site_import(request, org):
     form = BulkImportForm(request.POST or None, request.FILES or None)
     results = None
     if request.method == "POST" and form.is_valid():
-        rows = rows_from_lines(form.cleaned_data.get("lines") or "")
+        pasted = rows_from_lines(form.cleaned_data.get("lines") or "")
+        rows = list(pasted)
         if form.cleaned_data.get("csv_file"):
             rows += rows_from_csv(form.cleaned_data["csv_file"])
         results = import_sites(org, request.user, rows, form.cleaned_data["tags_text"])
+        # Nothing typed is lost: the rejected lines come back in the box (added ones are saved).
+        form = BulkImportForm(initial={"lines": rejected_lines(results, pasted) if pasted else "",
+                                       "tags_text": request.POST.get("tags_text", "")})
     added = sum(r.added for r in results or [])
     return render(request, "sites/import.html", {
         "org": org, "form": form, "results": results, "added": added,
         "rejected": len(results or []) - added,
     }, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def site_audit_bulk(request, org):
+    """"Audit selected" (the ticked rows) or "Audit all": one audit per site, as many clicks would, under the
+    same permissions and rate limits (audits.services.queue_audits)."""
+    from tlsaudit.audits.services import queue_audits
+
+    org = org_for(request, org, "run_audits")
+    if not request.user.email_verified:
+        messages.error(request, "Verify your email address before running audits: audits send traffic to the "
+                                "site, so we need to know who asks.")
+        return redirect("sites:list", org.slug)
+    sites = Site.objects.filter(organization=org).order_by("hostname", "https_port", "pk")
+    if request.POST.get("scope") != "all":
+        ids = [int(value) for value in request.POST.getlist("site") if value.isdigit()]
+        if not ids:
+            messages.error(request, "Tick the sites to audit first, or press \"Audit all\".")
+            return redirect("sites:list", org.slug)
+        sites = sites.filter(pk__in=ids)   # another organization's ids match nothing here
+    outcome = queue_audits(sites, user=request.user)
+    report_bulk(request, outcome)
+    return redirect("sites:list", org.slug)
+
+
+def report_bulk(request, outcome) -> None:
+    started = [f"{outcome.queued} audit{'s' if outcome.queued != 1 else ''} queued"]
+    if outcome.already:
+        started.append(f"{outcome.already} already queued or running")
+    if outcome.unsent:
+        started.append(f"{outcome.unsent} saved, starting when the task queue is back")
+    messages.success(request, ", ".join(started) + ".")
+    if outcome.refused:
+        messages.error(request, f"{outcome.refused} not started: " + " ".join(outcome.reasons))

@@ -284,6 +284,10 @@ def step_problem(run, entry: dict) -> tuple[str, str] | None:
         counters = result["counters"]
         if counters["complete"] == 0 and counters["failed"]:
             where = f"{entry['scheme']}://{run.host}:{entry_port(run, entry)}"
+            if set(result.get("errors") or {}) == {"timeout"}:   # a short step (the warm-up) can end before the stall bound
+                return "stalled", (f"Every request to {where} timed out ({describe_error('timeout', counters['failed'], run)})"
+                                   ", so the run was stopped: the server stalls, or sends its responses a few bytes "
+                                   "at a time.")
             errors = ", ".join(describe_error(k, v, run) for k, v in (result.get("errors") or {}).items()) or \
                 f"{counters['failed_connect']} connection failures"
             return "no_response", f"No request to {where} completed ({errors}): is the server up on this port?"

@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
+from tlsaudit.domain.trustwords import trust_error_words
 from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
 from workers.tls.deadline import Deadline, one_connection
 from workers.tls.errors import TargetError
@@ -118,5 +119,5 @@ def revalidate(deployment, chain: list[x509.Certificate], hostname: str, url: st
         ok = again.was_validation_successful
         results.append(TrustResult(store=store_name(previous.trust_store.name), trusted=ok,
                                    error=f"trusted after downloading the missing intermediate from {url}" if ok
-                                   else (again.validation_error or "")))
+                                   else trust_error_words(again.validation_error or "")))
     return tuple(results)

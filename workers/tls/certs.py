@@ -6,7 +6,9 @@ which sslyze 6 provides.
 
 from __future__ import annotations
 
+import datetime
 import functools
+import ipaddress
 from pathlib import Path
 
 from cryptography import x509
@@ -14,6 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
 
 from tlsaudit.domain.hostmatch import hostname_matches
+from tlsaudit.domain.trustwords import DATES, is_dates_error, trust_error_words
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
 
 # sslyze's name for the CA file we pass in -> the name the rest of TLS Audit uses.
@@ -105,12 +108,53 @@ def issued_by(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
         return False
 
 
-def trust_results(path_validation_results) -> tuple[TrustResult, ...]:
-    return tuple(
-        TrustResult(store=store_name(r.trust_store.name), trusted=r.was_validation_successful,
-                    error=r.validation_error or "")
-        for r in path_validation_results
-    )
+def trust_results(path_validation_results, received: list[x509.Certificate] = (), hostname: str = "",
+                  ) -> tuple[TrustResult, ...]:
+    return tuple(trust_result(r, list(received), hostname) for r in path_validation_results)
+
+
+def trust_result(result, received: list[x509.Certificate], hostname: str) -> TrustResult:
+    """One store's verdict in words. A store that refused for the dates alone is asked again at a
+    moment inside every sent certificate's validity: cryptography stops at the first expired
+    certificate, so only then do we know whether the chain is otherwise trusted (an expired
+    certificate from the organisation's own CA is an expiry, not an unknown CA)."""
+    store = store_name(result.trust_store.name)
+    if result.was_validation_successful:
+        return TrustResult(store=store, trusted=True)
+    error = result.validation_error or ""
+    if not (is_dates_error(error) and received and hostname):
+        return TrustResult(store=store, trusted=False, error=trust_error_words(error))
+    again = verify_inside_dates(result.trust_store, received, hostname)
+    if again is None or again.was_validation_successful or is_name_error(again.validation_error or ""):
+        return TrustResult(store=store, trusted=False, error=trust_error_words(error), dates_only=again is not None)
+    return TrustResult(store=store, trusted=False,
+                       error=f"{trust_error_words(again.validation_error or '')}, and {DATES}")
+
+
+def verify_inside_dates(trust_store, received: list[x509.Certificate], hostname: str):
+    """The store's verdict at the latest start date of the sent chain (None when no moment lies
+    inside every certificate's dates, or the store cannot be asked)."""
+    moment = max(c.not_valid_before_utc for c in received) + datetime.timedelta(seconds=1)
+    if moment > min(c.not_valid_after_utc for c in received):
+        return None
+    pems = [c.public_bytes(serialization.Encoding.PEM).decode("ascii") for c in received]
+    try:
+        return trust_store.verify_certificate_chain(pems, server_subject(hostname), moment)
+    except Exception:               # an unreadable store file: keep the first answer
+        return None
+
+
+def server_subject(hostname: str):
+    from cryptography.x509 import DNSName, IPAddress
+
+    try:
+        return IPAddress(ipaddress.ip_address(hostname))
+    except ValueError:
+        return DNSName(hostname)
+
+
+def is_name_error(error: str) -> bool:
+    return trust_error_words(error) == "the certificate does not cover the host name"
 
 
 def store_name(sslyze_name: str) -> str:
@@ -168,7 +212,7 @@ def describe_deployment(deployment, hostname: str) -> CertificateDeployment:
     received = list(deployment.received_certificate_chain)
     return CertificateDeployment(
         chain=tuple(describe_certificate(c) for c in received),
-        trust=trust_results(deployment.path_validation_results),
+        trust=trust_results(deployment.path_validation_results, received, hostname),
         hostname_matches=leaf_matches(received[0], hostname),
         chain_in_order=deployment.received_chain_has_valid_order,
         chain_complete=chain_is_complete(received, deployment.path_validation_results),
@@ -192,15 +236,15 @@ def _anchor_sent(received: list[x509.Certificate], deployment) -> bool | None:
 def ocsp_check(deployment) -> Check:
     response = deployment.ocsp_response
     if response is None:
-        return Check(BAD, detail="No OCSP response stapled.", value={"stapled": False})
+        return Check(BAD, detail="no OCSP response stapled", value={"stapled": False})
     status = response.response_status.name
     trusted = deployment.ocsp_response_is_trusted
     value = {"stapled": True, "status": status, "trusted": trusted}
     if status == "SUCCESSFUL" and trusted:
-        return Check(OK, detail="A trusted OCSP response is stapled.", value=value)
+        return Check(OK, detail="a trusted OCSP response is stapled", value=value)
     if status != "SUCCESSFUL":
-        return Check(BAD, detail=f"The stapled OCSP response is not usable ({status}).", value=value)
-    return Check(BAD, detail="An OCSP response is stapled but could not be verified as trusted.", value=value)
+        return Check(BAD, detail=f"the stapled OCSP response is not usable ({status})", value=value)
+    return Check(BAD, detail="an OCSP response is stapled but could not be verified as trusted", value=value)
 
 
 def _name_text(get_name) -> str:

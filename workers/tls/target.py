@@ -76,8 +76,8 @@ def check_port(port: int) -> None:
 def lookup_addresses(name: str, port: int, timeout: float, resolver: tuple[str, int] | None = None) -> list[str]:
     """getaddrinfo with a deadline: run it in a daemon thread, since the C call cannot be interrupted."""
     if f".{name}".endswith(_NEVER_RESOLVE):
-        raise TargetError(DNS, f"The name {name} does not resolve (DNS lookup failed).",
-                          "special-use name (RFC 6761/7686): never looked up")
+        raise TargetError(DNS, f"The name {name} does not resolve: names under .invalid and .onion are never "
+                               "looked up in the DNS.", "special-use name (RFC 6761/7686)")
     if f".{name}".endswith(".localhost"):
         return list(LOCALHOST_ADDRESSES)
     try:

@@ -24,7 +24,11 @@ from tlsaudit.sites.models import Site
 MAX_EXPIRY_DAYS = 3650
 SITE_FILTERS = [
     OpenApiParameter("tag", str, description="Only sites with this tag."),
-    OpenApiParameter("grade", str, enum=list(ALL_GRADES), description="Only sites whose latest grade is this."),
+    OpenApiParameter("grade", str, enum=list(ALL_GRADES),
+                     description="Only sites whose latest grade is exactly this (`B` gives B only)."),
+    OpenApiParameter("grade_max", str, enum=list(ALL_GRADES),
+                     description="Only sites graded this or worse (`B` gives B, C, D, E, F, T and M; "
+                                 "ungraded sites are left out)."),
     OpenApiParameter("expiring_within_days", {"type": "integer", "minimum": 0, "maximum": MAX_EXPIRY_DAYS},
                      description=f"Only sites whose leaf certificate expires within this many days (0–{MAX_EXPIRY_DAYS})."),
     OpenApiParameter("search", str, description="Substring of the host name or display name."),
@@ -49,9 +53,10 @@ def filter_sites(queryset, params):
         queryset = queryset.filter(tags__name=tag)
     grade = params.get("grade")
     if grade is not None:
-        if grade not in ALL_GRADES:
-            raise BadQuery({"grade": f"Use one of {', '.join(ALL_GRADES)}."})
-        queryset = queryset.filter(last_grade=grade)
+        queryset = queryset.filter(last_grade=known_grade("grade", grade))
+    best = params.get("grade_max")
+    if best is not None:
+        queryset = queryset.filter(last_grade__in=grades_at_or_below(known_grade("grade_max", best)))
     search = params.get("search", "").strip()
     if search:
         queryset = queryset.filter(Q(hostname__icontains=search) | Q(name__icontains=search))
@@ -59,6 +64,18 @@ def filter_sites(queryset, params):
     if days is not None:
         queryset = queryset.filter(certificate_not_after__lte=timezone.now() + timedelta(days=parse_days(days)))
     return queryset
+
+
+def known_grade(param: str, grade: str) -> str:
+    if grade not in ALL_GRADES:
+        raise BadQuery({param: f"Use one of {', '.join(ALL_GRADES)}."})
+    return grade
+
+
+def grades_at_or_below(best: str) -> tuple[str, ...]:
+    """`best` and every worse grade: ALL_GRADES runs from best to worst (T and M after F, as in the
+    portfolio's order)."""
+    return ALL_GRADES[ALL_GRADES.index(best):]
 
 
 def parse_days(raw: str) -> int:

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from tlsaudit.domain.findings.registry import SEVERITIES, Context, Outcome, aware, fail, info, ok, rule, untested
 from tlsaudit.domain.scanfacts import NOT_TESTED, OK, Certificate, CertificateDeployment, ScanFacts
+from tlsaudit.domain.trustwords import trust_error_words, trust_summary
 
 MAX_CERT_LIFETIME_DAYS = 398      # CA/B Forum limit for certificates issued since 2020-09-01
 LIFETIME_RULE_START = datetime(2020, 9, 1, tzinfo=timezone.utc)
@@ -106,15 +107,15 @@ def is_trusted(dep: CertificateDeployment, facts: ScanFacts) -> bool:
     """Trusted by Mozilla's store, or by the organisation's own CA when it supplied one.
 
     Like the grader, a store that failed only on the host name ("no matching subjectAltName")
-    counts as trusted: the mismatch is cert.hostname_mismatch's business.
+    counts as trusted: the mismatch is cert.hostname_mismatch's business; so does one that failed
+    only on the dates (the chain verifies inside them): that is cert.expired's.
     """
     stores = {"Mozilla", "Custom CA"} if facts.trust_use_custom_ca else {"Mozilla"}
-    return any(t.trusted or _is_name_error(t.error) for t in dep.trust if t.store in stores)
+    return any(t.trusted or t.dates_only or _is_name_error(t.error) for t in dep.trust if t.store in stores)
 
 
 def _is_name_error(error: str) -> bool:
-    text = error.lower()
-    return "subjectaltname" in text or "hostname" in text
+    return trust_error_words(error) == "the certificate does not cover the host name"
 
 
 @rule("cert.untrusted", "critical", "Certificate not trusted", "Certificate trusted",
@@ -123,11 +124,26 @@ def _is_name_error(error: str) -> bool:
 def cert_untrusted(ctx: Context, dep: CertificateDeployment) -> Outcome:
     if not dep.trust:
         return untested("trust validation did not run")
-    summary = "; ".join(f"{t.store}: {'trusted' if t.trusted else (t.error or 'not trusted')}"
-                        for t in dep.trust)
     if is_trusted(dep, ctx.facts):
-        return ok(summary)
-    return fail(summary)
+        return ok(_trusted_words(dep, ctx.facts))
+    return fail(trust_summary(dep.trust))
+
+
+def _trusted_words(dep: CertificateDeployment, facts: ScanFacts) -> str:
+    """Who vouches for the chain, said once: the stores that do not (a private CA is unknown to the
+    public stores by design) are named in one clause, not with one verifier message each."""
+    trusted = [t.store for t in dep.trust if t.trusted or t.dates_only or _is_name_error(t.error)]
+    others = [t.store for t in dep.trust if t.store not in trusted]
+    dated = [t.store for t in dep.trust if t.dates_only]
+    text = f"trusted by {', '.join(trusted)}"
+    if dated:
+        text += " apart from its validity dates (see “Certificate expired”)" if len(dated) == len(trusted) else (
+            f" ({', '.join(dated)}: apart from its validity dates)")
+    if others:
+        text += f"; not by {', '.join(others)}"
+        if facts.trust_use_custom_ca and "Custom CA" in trusted:
+            text += " (they do not know your custom CA)"
+    return text
 
 
 @rule("cert.self_signed", "critical", "Self-signed certificate", "Certificate issued by a CA",

@@ -16,8 +16,16 @@ def session_resumption(ctx: Context) -> Outcome:
         return ok("resumption with " + " and ".join(works))
     if not ids.tested or not tickets.tested:
         return untested("; ".join(c.reason for c in (ids, tickets) if not c.tested))
-    return fail("neither session IDs nor session tickets resumed a session"
-                + (f" ({ids.detail}; {tickets.detail})" if ids.detail or tickets.detail else ""))
+    return fail("neither session IDs nor session tickets resumed a session" + _attempts(ids.detail, tickets.detail))
+
+
+def _attempts(ids: str, tickets: str) -> str:
+    """' (0 of 5 resumptions succeeded with each)': the same count is said once, different ones are labelled."""
+    if not (ids or tickets):
+        return ""
+    if ids == tickets:
+        return f" ({ids} with each)"
+    return f" (session IDs: {ids or 'not counted'}; session tickets: {tickets or 'not counted'})"
 
 
 @rule("perf.http2", "info", "HTTP/2 not offered (no ALPN h2)", "HTTP/2 offered via ALPN",

@@ -19,6 +19,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from tlsaudit.core.terminal import failure_text
 from tlsaudit.audits.textreport import render_text
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.hostnames import AddressError, parse_address
@@ -165,9 +166,9 @@ class Command(BaseCommand):
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
         else:
-            self.stderr.write(f"audit failed: {message}")
+            self.stderr.write(f"audit failed: {failure_text(code, message)}")
         sys.exit(EXIT_FAILED)
 
 

@@ -23,7 +23,7 @@ from tlsaudit.domain import stats
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_DEADLINE_S = 3600
@@ -113,9 +113,9 @@ class Command(command_base()):
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
         else:
-            self.stderr.write(f"handshakes failed: {message}")
+            self.stderr.write(f"handshakes failed: {failure_text(code, message)}")
         sys.exit(EXIT_FAILED)
 
 

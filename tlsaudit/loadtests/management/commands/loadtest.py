@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool
@@ -176,9 +176,9 @@ def add_target_arguments(parser) -> None:
 
 def fail(command, code: str, message: str, **extra):
     if command.as_json:
-        command.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+        command.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
     else:
-        command.stderr.write(f"{command_name(command)} failed: {message}")
+        command.stderr.write(f"{command_name(command)} failed: {failure_text(code, message)}")
     sys.exit(EXIT_FAILED)
 
 
@@ -352,6 +352,11 @@ def ended_early(result: dict, asked_limit: float | None, deadline_s: float) -> t
         return "stalled", (f"Every request to {where} timed out for {spec['stall_s']:g} s ({counters['timeouts']} "
                            "timeouts, no answer), so the run was stopped: the server stalls, or sends its responses "
                            "a few bytes at a time.")
+    if counters["complete"] == 0 and counters["timeouts"] and counters["timeouts"] == counters["failed"]:
+        # a short run (the warm-up) can time out every request before the stall bound ends it
+        return "stalled", (f"Every request to {where} timed out ({counters['timeouts']} timeouts of "
+                           f"{spec['timeout_s']:g} s, no answer), so the run was stopped: the server stalls, or "
+                           "sends its responses a few bytes at a time.")
     done = counters["complete"] + counters["failed"] - counters["failed_length"]
     if done < spec["requests"] and not result.get("cancelled") and spec["time_limit_s"] != asked_limit:
         return "deadline", deadline_message(where, deadline_s, f"{done} of {spec['requests']} requests")

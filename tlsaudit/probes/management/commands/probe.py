@@ -1,8 +1,10 @@
-"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--deadline S] [--json]
+"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--deadline S]
+[--https-port N] [--http-port N] [--json]
 
 Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, K times each
 (workers.browser.probe.run_probe) now, without a worker or the database. The other scheme uses
-its default port (443 / 80). Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
+--https-port / --http-port, by default its default port (443 / 80).
+Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
 handshake (or TCP connect, for http://) fails as for a probe from the app, or when the probe failed,
 the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"error": {"code",
 "message"}}. The target passes the SSRF guard like `audit`.
@@ -21,7 +23,7 @@ from django.core.management.base import BaseCommand
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
 from tlsaudit.domain.stats import change_text
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
@@ -45,6 +47,8 @@ class Command(BaseCommand):
         parser.add_argument("--deadline", default=str(settings.CLI_DEADLINE_SECONDS),
                             help="the whole probe ends within this many seconds, done or with an error "
                                  "(default %(default)s)")
+        parser.add_argument("--https-port", help="port of the HTTPS variant when URL is http:// (default 443)")
+        parser.add_argument("--http-port", help="port of the HTTP variant when URL is https:// (default 80)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args, **options):
@@ -77,9 +81,9 @@ class Command(BaseCommand):
 
     def fail(self, code: str, message: str, **extra):
         if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": message}, **extra}, indent=2))
+            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
         else:
-            self.stderr.write(f"probe failed: {message}")
+            self.stderr.write(f"probe failed: {failure_text(code, message)}")
         sys.exit(EXIT_FAILED)
 
 
@@ -108,8 +112,33 @@ def parse_arguments(options) -> dict:
     kwargs = {"host": host, "path": path, "ip": parse_ip(options.get("ip")),
               "ca_pem": read_ca_file(options.get("ca_file")), "runs": parse_runs(options["runs"]),
               "timeout_s": parse_timeout(options["timeout"]), "deadline_s": parse_deadline(options["deadline"])}
-    kwargs["https_port" if parts.scheme == "https" else "http_port"] = port or (443 if parts.scheme == "https" else 80)
+    kwargs.update(variant_ports(parts.scheme, port, options))
     return kwargs
+
+
+def variant_ports(scheme: str, url_port: int | None, options) -> dict:
+    """The URL's port for its scheme, --https-port / --http-port for the other (default 443 / 80).
+    An option naming the URL's own scheme must agree with the URL."""
+    ports = {"https": parse_port("--https-port", options.get("https_port")) or 443,
+             "http": parse_port("--http-port", options.get("http_port")) or 80}
+    given = options.get(f"{scheme}_port")
+    if url_port and given and int(given) != url_port:
+        raise ValueError(f"--{scheme}-port: {given} differs from the URL's port {url_port}")
+    if url_port:
+        ports[scheme] = url_port
+    return {"https_port": ports["https"], "http_port": ports["http"]}
+
+
+def parse_port(option: str, text) -> int | None:
+    if text in (None, ""):
+        return None
+    try:
+        port = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"{option}: {text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise ValueError(f"{option} must be between 1 and 65535, got {port}")
+    return port
 
 
 def parse_ip(text) -> str | None:
@@ -206,7 +235,9 @@ def render_text(result: dict) -> str:
     widths = [max(len(fmt(r[i])) for r in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(fmt(v).rjust(w) for v, w in zip(row, widths)) for row in rows]
     spec = result["spec"]
-    lines.insert(0, f"Browser probe of {spec['host']}{spec['path']}: {spec['runs']} loads per row (medians, ms), "
+    lines.insert(0, f"Browser probe of https://{spec['host']}:{spec['https_port']}{spec['path']} and "
+                    f"http://{spec['host']}:{spec['http_port']}{spec['path']}: "
+                    f"{spec['runs']} loads per row (medians, ms), "
                     f"Chromium {result['browser']['version']}, {result['duration_s']:.1f} s")
     for mode, row in result["increase_pct"].items():
         if row:

@@ -1,0 +1,48 @@
+"""The organization's report branding: a logo upload and the accent colour (settings page)."""
+
+import base64
+
+from django import forms
+
+from tlsaudit.reports.models import MAX_LOGO_BYTES, ReportBranding
+
+# PNG and JPEG only, told by their first bytes (not the browser's content type). No SVG: an SVG is a
+# document that can carry script and external references, and the logo is inlined into every PDF.
+LOGO_TYPES = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"))
+
+
+def logo_media_type(data: bytes) -> str | None:
+    return next((media for magic, media in LOGO_TYPES if data.startswith(magic)), None)
+
+
+class BrandingForm(forms.ModelForm):
+    logo = forms.FileField(required=False, label="Logo (PNG or JPEG, at most 200 KB)",
+                           help_text="Printed at the top of the site and portfolio PDF reports.")
+    remove_logo = forms.BooleanField(required=False, label="Remove the current logo")
+
+    class Meta:
+        model = ReportBranding
+        fields = ["accent_color"]
+        labels = {"accent_color": "Report accent colour"}
+
+    def clean_logo(self):
+        upload = self.cleaned_data.get("logo")
+        if not upload:
+            return None
+        if upload.size > MAX_LOGO_BYTES:
+            raise forms.ValidationError(f"The logo is {upload.size:,} bytes: at most {MAX_LOGO_BYTES:,}.")
+        data = upload.read()
+        media = logo_media_type(data)
+        if media is None:
+            raise forms.ValidationError("This is not a PNG or JPEG image.")
+        return f"data:{media};base64,{base64.b64encode(data).decode()}"
+
+    def save(self, commit=True):
+        branding = super().save(commit=False)
+        if self.cleaned_data.get("logo"):
+            branding.logo_data_uri = self.cleaned_data["logo"]
+        elif self.cleaned_data.get("remove_logo"):
+            branding.logo_data_uri = ""
+        if commit:
+            branding.save()
+        return branding
