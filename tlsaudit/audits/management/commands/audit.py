@@ -132,7 +132,7 @@ class Command(BaseCommand):
         return True
 
     def write_batch_line(self, target: str, *, error: tuple[str, str], **extra) -> None:
-        code, message = error
+        code, message = error[0], failure_text(*error)
         if self.as_json:
             self.stdout.write(json.dumps({"target": target, "error": {"code": code, "message": message}, **extra}))
         else:
