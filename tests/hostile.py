@@ -371,7 +371,7 @@ def handshake_then_hang(pki):
 
 
 @contextmanager
-def trickle_every(pki, nth: int = 3, interval_s: float = 1.0):
+def trickle_every(pki, nth: int = 3, interval_s: float = 1.0, ip: str = IP):
     """A real TLS server (every handshake completes, every request gets `200 ok`), except that every
     `nth` connection after the first gets a ServerHello trickled a byte a second instead: the
     pre-flight (the first connection) passes, and a scan stalls later, a connection at a time."""
@@ -389,7 +389,7 @@ def trickle_every(pki, nth: int = 3, interval_s: float = 1.0):
         tls = state.keep(context.wrap_socket(conn, server_side=True))
         answer_ok(tls, state)
 
-    with serve(handle) as port:
+    with serve(handle, ip) as port:
         yield port
 
 

@@ -237,3 +237,53 @@ def test_the_sandbox_database_is_live_so_its_absence_proves_no_write(audit_cli):
 
     assert done.returncode == 0, done.stderr
     assert audit_cli.database.exists()
+
+
+# --- several targets at once (issue #16): the same engine, concurrently, one JSON line each ------------
+
+BATCH = ("a_plus_rsa_hsts", "b_tls10_enabled", "t_expired", "m_wrong_name")
+
+
+def batch_lines(run: CliRun) -> dict[str, dict]:
+    lines = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(run.stdout.strip().splitlines()), "every line must be one JSON object"
+    return {line["target"]: line for line in lines}
+
+
+def test_it_audits_several_targets_concurrently_each_with_its_own_grade(audit_cli, tls_lab):
+    targets = [f"localhost:{tls_lab.port(name)}" for name in BATCH]
+
+    run = audit_cli(*targets, "--ip", "127.0.0.1", "--ca-file", str(tls_lab.ca_file), "--json")
+
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = batch_lines(run)
+    assert sorted(lines) == sorted(targets)
+    for name, target in zip(BATCH, targets):
+        spec = tls_lab.spec(name)
+        assert lines[target]["port"] == tls_lab.port(name)
+        assert (lines[target]["grade"], lines[target]["grade_ignoring_trust"]) == (spec.grade,
+                                                                                  spec.grade_ignoring_trust), name
+
+
+def test_a_batch_with_one_target_that_cannot_run_exits_2_and_still_reports_the_others(audit_cli, tls_lab):
+    good = f"localhost:{tls_lab.port('a_plus_rsa_hsts')}"
+    closed = f"localhost:{free_ports(1)[0]}"
+
+    as_json, as_text = audit_cli.json_and_text(good, closed, "bad:99999", "--ip", "127.0.0.1",
+                                               "--ca-file", str(tls_lab.ca_file))
+
+    assert as_json.returncode == 2, as_json.stdout + as_json.stderr
+    lines = batch_lines(as_json)
+    assert lines[good]["grade"] == "A+"
+    assert lines[closed]["error"]["code"] == "refused"
+    assert lines["bad:99999"]["error"]["code"] == "invalid_argument"
+    assert as_text.returncode == 2
+    assert f"TLS Audit of {good} (127.0.0.1)" in as_text.stdout
+    assert f"audit failed: {closed}:" in as_text.stderr and "audit failed: bad:99999:" in as_text.stderr
+
+
+def test_a_batch_refuses_one_pdf_for_several_targets(audit_cli, tmp_path):
+    run = audit_cli("a.example", "b.example", "--pdf", str(tmp_path / "x.pdf"), "--json")
+
+    assert run.returncode == 2
+    assert run.json["error"]["code"] == "invalid_argument" and "one target" in run.json["error"]["message"]

@@ -13,10 +13,10 @@ def compose():
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
-def test_compose_has_the_five_services_from_one_image():
+def test_compose_has_the_six_services_from_one_image():
     services = compose()["services"]
-    assert set(services) == {"web", "worker", "beat", "postgres", "redis"}
-    for name in ("web", "worker", "beat"):
+    assert set(services) == {"web", "worker", "jobs", "beat", "postgres", "redis"}
+    for name in ("web", "worker", "jobs", "beat"):
         assert services[name]["build"] == "." and services[name]["image"] == "tlsaudit:latest", name
         assert services[name]["env_file"] == ".env"
         assert services[name]["environment"]["DATABASE_URL"].startswith("postgres://")
@@ -29,15 +29,18 @@ def test_compose_commands_start_gunicorn_worker_and_beat():
     services = compose()["services"]
     assert "gunicorn tlsaudit.wsgi" in services["web"]["command"]
     assert "migrate" in services["web"]["command"]
-    assert services["worker"]["command"].startswith("celery -A workers worker -Q scan,load,browser,default")
+    # The scan pool consumes the scan queue alone, with threads; every other queue has a prefork worker.
+    assert "celery -A workers worker -Q scan --pool threads" in services["worker"]["command"]
+    assert services["jobs"]["command"].startswith("celery -A workers worker -Q load,browser,default")
     assert services["beat"]["command"].startswith("celery -A workers beat")
     assert "healthz" in " ".join(services["web"]["healthcheck"]["test"])
 
 
 def test_the_procfile_runs_web_worker_and_beat():
     lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
-    assert set(lines) == {"web", "worker", "beat"}
-    assert "celery -A workers worker" in lines["worker"] and "celery -A workers beat" in lines["beat"]
+    assert set(lines) == {"web", "worker", "jobs", "beat"}
+    assert "celery -A workers worker -Q scan --pool threads" in lines["worker"]
+    assert "-Q load,browser,default" in lines["jobs"] and "celery -A workers beat" in lines["beat"]
 
 
 def test_env_example_documents_every_variable_the_settings_read():

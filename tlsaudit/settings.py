@@ -315,6 +315,15 @@ SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
+# The scan pool (issue #16): a worker started with `--pool threads --concurrency SCAN_POOL_THREADS` runs
+# that many audits at once in one process. Whatever the audits, one process opens at most
+# SCAN_CONNECTIONS_PER_IP connections to one IP address (several sites on one address share them) and
+# SCAN_MAX_CONNECTIONS in all (workers/tls/deadline.py Gates).
+SCAN_POOL_THREADS = env_int("SCAN_POOL_THREADS", 16, minimum=1)
+SCAN_CONNECTIONS_PER_IP = env_int("SCAN_CONNECTIONS_PER_IP", 5, minimum=1)
+SCAN_MAX_CONNECTIONS = env_int("SCAN_MAX_CONNECTIONS", 256, minimum=1)
+if SCAN_MAX_CONNECTIONS < SCAN_CONNECTIONS_PER_SERVER:
+    raise ImproperlyConfigured("SCAN_MAX_CONNECTIONS must be at least SCAN_CONNECTIONS_PER_SERVER.")
 # One audit's overall deadline (engine, task and `manage.py audit`): every socket of the audit obeys it,
 # so a dead, trickling or stalling server ends the audit by then, with the reason. A full audit of a
 # server 150 ms away takes ~35 s (bench/audit_budget.py). It must come before the task's soft limit.

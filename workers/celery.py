@@ -8,7 +8,7 @@ can enqueue by name without importing the engines.
 import os
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 from django.conf import settings
 from kombu import Queue
 
@@ -71,3 +71,25 @@ def warm_up_worker(**_):
     except ImportError:  # engine not installed in this deployment
         return
     warm_up()
+    configure_scan_gates()
+
+
+@worker_init.connect
+def prepare_scan_pool(sender=None, **_):
+    """A threads-pool worker (the scan pool, README "Scaling the scan workers") runs its audits in
+    this very process: warm sslyze up before the threads start (its trust-store singleton is not
+    thread-safe) and set the process's connection limits. A prefork worker does this per child."""
+    if "thread" not in str(getattr(sender, "pool_cls", "")).lower():
+        return
+    try:
+        from workers.tls.warmup import warm_up
+    except ImportError:
+        return
+    warm_up()
+    configure_scan_gates()
+
+
+def configure_scan_gates():
+    from workers.tls.deadline import configure_gates
+
+    return configure_gates(settings.SCAN_CONNECTIONS_PER_IP, settings.SCAN_MAX_CONNECTIONS)

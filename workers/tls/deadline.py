@@ -16,6 +16,8 @@ import socket
 import threading
 import time
 import weakref
+from collections import defaultdict
+from contextlib import contextmanager
 
 # A TLS handshake, or any one exchange of an audit, slower than this is broken whatever the network:
 # at 300 ms RTT a handshake takes ~1 s and sslyze's longest exchange (10 renegotiations) ~6 s.
@@ -34,6 +36,93 @@ def one_connection(network_timeout: float, within: "Deadline | None" = None) -> 
         return within.connection()
     limit = connection_limit(network_timeout)
     return Deadline(limit, connection_s=limit, lifetime=True)
+
+
+class Gates:
+    """Politeness and bounds for one process running many audits at once (the scan pool): at most
+    `per_ip` open connections to one IP address, whatever the port or the audit, and at most `total`
+    open connections in all. Every socket an audit opens under a Deadline takes a slot of each
+    before its connect and gives them back when it closes (or is garbage-collected, for a socket a
+    library dropped). A connection waits for its slots only until its deadline: a full gate delays
+    an audit, never hangs it. sslyze's own per-server limit still holds inside one audit."""
+
+    def __init__(self, per_ip: int = 5, total: int = 256):
+        self.per_ip, self.total = per_ip, total
+        self._open: dict[str, int] = defaultdict(int)
+        self._all = 0
+        self.peak_per_ip: dict[str, int] = defaultdict(int)   # for tests and the bench
+        self.peak_total = 0
+        self._changed = threading.Condition()
+
+    def enter(self, ip: str, wait_s: float) -> bool:
+        """Take a slot for `ip`, waiting at most `wait_s`; False when none came free in time."""
+        end = time.monotonic() + wait_s
+        with self._changed:
+            while self._open[ip] >= self.per_ip or self._all >= self.total:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            self._open[ip] += 1
+            self._all += 1
+            self.peak_per_ip[ip] = max(self.peak_per_ip[ip], self._open[ip])
+            self.peak_total = max(self.peak_total, self._all)
+            return True
+
+    @contextmanager
+    def held(self, ip: str, wait_s: float):
+        """A slot for `ip` for the duration of the block (a connection not opened under a Deadline,
+        such as the pre-flight handshake); raises DeadlineExceeded if none came free within `wait_s`."""
+        if not self.enter(ip, wait_s):
+            raise DeadlineExceeded(f"no connection to {ip} could open within {wait_s:.0f} s: this process's "
+                                   f"{self.per_ip} connections to that address were all in use")
+        try:
+            yield
+        finally:
+            self.leave(ip)
+
+    def leave(self, ip: str) -> None:
+        with self._changed:
+            self._open[ip] -= 1
+            self._all -= 1
+            if not self._open[ip]:
+                del self._open[ip]
+            self._changed.notify_all()
+
+    def open_now(self, ip: str | None = None) -> int:
+        with self._changed:
+            return self._all if ip is None else self._open.get(ip, 0)
+
+
+_gates = Gates()
+
+
+def gates() -> Gates:
+    return _gates
+
+
+def configure_gates(per_ip: int, total: int) -> Gates:
+    """Set this process's limits (the worker and the CLI call this from settings at start-up)."""
+    global _gates
+    if per_ip < 1 or total < 1:
+        raise ValueError(f"connection limits must be at least 1, got per_ip={per_ip}, total={total}")
+    _gates = Gates(per_ip, total)
+    return _gates
+
+
+class _Slot:
+    """One socket's hold on the gates, given back exactly once (on close or by the finalizer)."""
+
+    def __init__(self, gate: Gates, ip: str):
+        self.gate, self.ip, self.held = gate, ip, True
+        self.lock = threading.Lock()
+
+    def release(self) -> None:
+        with self.lock:
+            if not self.held:
+                return
+            self.held = False
+        self.gate.leave(self.ip)
 
 
 class DeadlineExceeded(socket.timeout):
@@ -117,7 +206,16 @@ class Deadline:
 
     def connect(self, ip: str, port: int, per_op: float) -> "DeadlineSocket":
         """A TCP connection to ip:port whose every operation obeys this deadline and its own lifetime."""
-        sock = DeadlineSocket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+        gate = _gates
+        if not gate.enter(ip, max(0.0, self.remaining())):
+            raise self.exceeded(by_deadline=True)  # the audit's time ran out while others held every slot
+        slot = _Slot(gate, ip)
+        try:
+            sock = DeadlineSocket(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM)
+        except BaseException:
+            slot.release()
+            raise
+        sock.hold(slot)
         try:
             sock.bound_by(self, per_op)
             sock.settimeout(self.timeout(per_op))
@@ -141,6 +239,27 @@ class Deadline:
 
 class DeadlineSocket(socket.socket):
     """A socket whose reads and writes never outlast its Deadline nor its own lifetime."""
+
+    def hold(self, slot: _Slot) -> None:
+        self._slot = slot
+        self._finalizer = weakref.finalize(self, slot.release)  # dropped without close(): the slot comes back
+
+    def pass_slot_to(self, wrapper: socket.socket) -> None:
+        """After `ssl.wrap_socket(self)` (which detaches this object from the connection): the slot
+        belongs to the TLS socket now and comes back when that one is collected (its `with` ends)."""
+        slot = getattr(self, "_slot", None)
+        if slot is None:
+            return
+        self._finalizer.detach()
+        self._slot = None
+        weakref.finalize(wrapper, slot.release)
+
+    def _real_close(self, *args) -> None:
+        # Not close(): while a makefile() reader holds the socket, close() leaves the connection open.
+        super()._real_close(*args)
+        slot = getattr(self, "_slot", None)
+        if slot is not None:
+            slot.release()
 
     def bound_by(self, deadline: Deadline, per_op: float) -> None:
         self._deadline, self._per_op = deadline, per_op

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,8 +27,8 @@ from workers.tls import facts as convert
 from workers.tls import probes
 from workers.tls import reach as preflight
 from workers.tls import clients, sslyze_sockets, tls13
-from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit
-from workers.tls.errors import (TargetError, classify_connectivity_error, deadline_error, reach_error,
+from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
+from workers.tls.errors import (TIMEOUT, TargetError, classify_connectivity_error, deadline_error, reach_error,
                                 speaks_no_tls, specific_reach_error)
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
@@ -104,33 +105,47 @@ def run_scan(
                                     timeout=bounded_wait(deadline, network_timeout), resolver=resolver)
     except TargetError as error:
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
-    with scan.phase("reachability"):
-        reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout,
-                                    total_s=bounded_wait(deadline, deadline.connection_s))
+    try:
+        with scan.phase("reachability"), gates().held(target.ip, max(0.0, deadline.remaining())):
+            reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout,
+                                        total_s=bounded_wait(deadline, deadline.connection_s))
+    except DeadlineExceeded as exc:  # other audits of this address held every slot until our deadline
+        error = TargetError(TIMEOUT, f"The audit of {target.host} did not start within its {deadline_s:g} s "
+                                     f"deadline: {exc}. Nothing was graded.")
+        return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     if reach.outcome in _HOPELESS or speaks_no_tls(reach):
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
-    sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
-    result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
-                                            max_retries=max_retries, per_server_connections=per_server_connections,
-                                            deadline=sslyze_deadline)
-    raw = trim_raw(sslyze_json(result))
-    if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
-        error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
-        return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
-    if result.scan_result is None:
-        error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
-            scan, target, connectivity_error, network_timeout, deadline)
-        return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
-    facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
-    with scan.phase("aia"):
-        complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
-                        deadline=deadline)
-    run_probes(scan, facts, probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline))
-    with scan.phase("mozilla"):
-        mozilla = safe_mozilla_report(result)
-    facts.duration_s = round(scan.elapsed(), 3)
-    return scan.outcome(facts, raw=raw, mozilla=mozilla)
+    endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline)
+    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
+    # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
+    with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
+        beside = []
+
+        def start_side_probes():
+            beside.append(side.submit(probe_beside_sslyze, scan, endpoint))
+
+        sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
+        result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
+                                                max_retries=max_retries, per_server_connections=per_server_connections,
+                                                deadline=sslyze_deadline, on_connected=start_side_probes)
+        raw = trim_raw(sslyze_json(result))
+        if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
+            error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
+            return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
+        if result.scan_result is None:
+            error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
+                scan, target, connectivity_error, network_timeout, deadline)
+            return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
+        facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
+        with scan.phase("aia"):
+            complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
+                            deadline=deadline)
+        run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+        with scan.phase("mozilla"):
+            mozilla = safe_mozilla_report(result)
+        facts.duration_s = round(scan.elapsed(), 3)
+        return scan.outcome(facts, raw=raw, mozilla=mozilla)
 
 
 def bounded_wait(deadline: Deadline, wait_s: float) -> float:
@@ -141,7 +156,8 @@ def bounded_wait(deadline: Deadline, wait_s: float) -> float:
 # --- sslyze -----------------------------------------------------------------------------------
 
 def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, network_timeout: float,
-               max_retries: int, per_server_connections: int, deadline: Deadline):
+               max_retries: int, per_server_connections: int, deadline: Deadline,
+               on_connected: Callable[[], None] | None = None):
     """All 18 commands against the pinned IP, every socket under `deadline` (past it, sslyze's
     remaining jobs fail at once and its threads end); returns (ServerScanResult, connectivity
     exception or None)."""
@@ -154,7 +170,7 @@ def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, ne
             network_max_retries=max_retries),
         scan_commands_extra_arguments=extra,
     )
-    observer = _ProgressObserver(scan)
+    observer = _ProgressObserver(scan, on_connected)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
     with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
@@ -168,8 +184,9 @@ def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, ne
 class _ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
-    def __init__(self, scan: "_Scan"):
+    def __init__(self, scan: "_Scan", on_connected: Callable[[], None] | None = None):
         self.scan = scan
+        self.on_connected = on_connected
         self.connectivity_error = None
 
     def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
@@ -180,6 +197,8 @@ class _ProgressObserver(ScannerObserver):
     def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
+        if self.on_connected is not None:
+            self.on_connected()
 
     def server_scan_completed(self, server_scan_result) -> None:
         pass
@@ -279,15 +298,30 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
 
 
-def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> None:
+@dataclass
+class _SideProbes:
+    alpn: object
+    alpn_check: Check
+    hsts: Hsts | None
+    hsts_check: Check
+
+
+def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint) -> _SideProbes:
+    """ALPN and HSTS, on a thread of their own while sslyze runs (each connection takes its slot of
+    the address's gate like sslyze's, so the per-IP limit still holds)."""
+    with scan.phase("alpn", report=False):
+        alpn, alpn_check = probes.probe_alpn(endpoint)
+    scan.report("alpn", DONE if alpn_check.tested else ERROR)
+    with scan.phase("hsts", report=False):
+        hsts, hsts_check = measure_hsts(endpoint)
+    scan.report("hsts", DONE if hsts_check.tested else ERROR)
+    return _SideProbes(alpn, alpn_check, hsts, hsts_check)
+
+
+def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side: _SideProbes) -> None:
     with scan.phase("preference"):
         facts.preferences = measure_preferences(scan, facts, endpoint)
-    with scan.phase("alpn", report=False):
-        facts.alpn, facts.alpn_check = probes.probe_alpn(endpoint)
-    scan.report("alpn", DONE if facts.alpn_check.tested else ERROR)
-    with scan.phase("hsts", report=False):
-        facts.hsts, facts.hsts_check = measure_hsts(endpoint)
-    scan.report("hsts", DONE if facts.hsts_check.tested else ERROR)
+    facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
     with scan.phase("post_quantum", report=False):
         facts.post_quantum = measure_post_quantum(facts, endpoint)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
@@ -307,22 +341,28 @@ def measure_post_quantum(facts: ScanFacts, endpoint: probes.Endpoint) -> PostQua
 
 
 def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:
-    preferences = {}
-    for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS):
-        if not facts.supports(protocol):
-            continue
-        name = f"preference:{protocol}"
-        scan.report(name, STARTED)
-        if protocol == "SSLv3":
-            preferences[protocol] = ServerPreference(
-                protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
-                reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
-        elif protocol == "TLSv1.3":     # Python's ssl cannot pick TLS 1.3 suites: our own ClientHello can
-            preferences[protocol] = tls13.probe_tls13_preference(endpoint, facts.suites_for(protocol))
-        else:
-            preferences[protocol] = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
-        scan.report(name, DONE if preferences[protocol].enforced is not None else SKIPPED)
-    return preferences
+    """One probe per protocol, the protocols side by side (each is a few sequential handshakes)."""
+    protocols = [protocol for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS) if facts.supports(protocol)]
+    if not protocols:
+        return {}
+    with ThreadPoolExecutor(len(protocols), thread_name_prefix="preference") as pool:
+        found = pool.map(lambda protocol: measure_preference(scan, facts, endpoint, protocol), protocols)
+        return dict(zip(protocols, found))
+
+
+def measure_preference(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, protocol: str) -> ServerPreference:
+    name = f"preference:{protocol}"
+    scan.report(name, STARTED)
+    if protocol == "SSLv3":
+        preference = ServerPreference(
+            protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
+            reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
+    elif protocol == "TLSv1.3":     # Python's ssl cannot pick TLS 1.3 suites: our own ClientHello can
+        preference = tls13.probe_tls13_preference(endpoint, facts.suites_for(protocol))
+    else:
+        preference = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
+    scan.report(name, DONE if preference.enforced is not None else SKIPPED)
+    return preference
 
 
 def measure_hsts(endpoint: probes.Endpoint):

@@ -103,7 +103,9 @@ def open_tls(endpoint: Endpoint, context: ssl.SSLContext | None = None) -> tuple
     raw = limit.connect(endpoint.ip, endpoint.port, endpoint.timeout)
     try:
         raw.settimeout(limit.timeout(endpoint.timeout))
-        return (context or make_context()).wrap_socket(raw, server_hostname=endpoint.host), limit
+        tls = (context or make_context()).wrap_socket(raw, server_hostname=endpoint.host)
+        raw.pass_slot_to(tls)  # the connection lives on in `tls`: so does its hold on the address's gate
+        return tls, limit
     except BaseException:
         raw.close()
         raise

@@ -1,13 +1,19 @@
-"""python manage.py audit HOST[:PORT] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE] [--deadline S]
+"""python manage.py audit HOST[:PORT] [HOST[:PORT] ...] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE] [--deadline S]
 
-Runs one audit synchronously: no worker, no broker, no database write. Exit status 0 when the
-audit ran (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS, not done
-by the deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
+Runs audits synchronously: no worker, no broker, no database write. Exit status 0 when the audit ran
+(whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS, not done by the
+deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
+
+With several targets they are audited concurrently in this process (the scan pool's engine and limits:
+SCAN_POOL_THREADS audits at once, SCAN_CONNECTIONS_PER_IP connections per address), `--ip` pins them
+all, and each prints as it finishes: with --json one compact JSON object per line, with a "target"
+key (the argument as given). Exit 0 when every audit ran, 2 otherwise.
 """
 
 import ipaddress
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from django.conf import settings
@@ -31,9 +37,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         # Optional for argparse so that a missing target gets the same JSON error as a bad one.
-        parser.add_argument("target", nargs="?", default="",
-                            help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443)")
-        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
+        parser.add_argument("target", nargs="*", default=[""],
+                            help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443); several are "
+                                 "audited concurrently")
+        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST (every target)")
         parser.add_argument("--ca-file", help="PEM file of CA certificates to trust besides the public stores")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
         parser.add_argument("--pdf", metavar="FILE", help="also write the report as a PDF (printed by headless Chromium)")
@@ -45,6 +52,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         self.as_json = options["json"]
+        targets = options["target"] or [""]
+        if len(targets) > 1:
+            return self.audit_batch(targets, options)
+        options = {**options, "target": targets[0]}
         try:
             host, port, ip, ca_file, timeout, deadline = self.parse_arguments(options)
         except ValueError as exc:
@@ -70,6 +81,62 @@ class Command(BaseCommand):
         else:
             self.stdout.write(render_text(outcome.facts, report, outcome.duration_s))
         sys.exit(EXIT_OK)
+
+    def audit_batch(self, targets: list[str], options):
+        """Audit every target concurrently; print each as it finishes; exit 0 only if all ran."""
+        if options.get("pdf"):
+            return self.fail("invalid_argument", "--pdf takes one target")
+        parsed, ran = [], []
+        for target in targets:
+            try:
+                parsed.append((target, self.parse_arguments({**options, "target": target})))
+            except ValueError as exc:
+                self.write_batch_line(target, error=("invalid_argument", str(exc)))
+                ran.append(False)
+        if parsed:
+            ran += self.run_batch(parsed)
+        sys.exit(EXIT_OK if all(ran) else EXIT_FAILED)
+
+    def run_batch(self, parsed: list[tuple[str, tuple]]) -> list[bool]:
+        from workers.tls.deadline import configure_gates
+        from workers.tls.engine import run_scan
+        from workers.tls.warmup import warm_up
+
+        warm_up()  # before the threads: sslyze's trust-store singleton is not thread-safe
+        configure_gates(settings.SCAN_CONNECTIONS_PER_IP, settings.SCAN_MAX_CONNECTIONS)
+
+        def audit(arguments):
+            host, port, ip, ca_file, timeout, deadline = arguments
+            return run_scan(host, port, ip=ip, ca_file=ca_file, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+                            network_timeout=timeout, max_retries=1,
+                            per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER, deadline_s=deadline)
+
+        ran = []
+        with ThreadPoolExecutor(max_workers=min(len(parsed), settings.SCAN_POOL_THREADS),
+                                thread_name_prefix="audit") as pool:
+            futures = {pool.submit(audit, arguments): (target, arguments) for target, arguments in parsed}
+            for future in as_completed(futures):
+                ran.append(self.print_outcome(*futures[future], future.result()))
+        return ran
+
+    def print_outcome(self, target: str, arguments, outcome) -> bool:
+        if outcome.error is not None:
+            self.write_batch_line(target, error=(outcome.error.code, outcome.error.message), host=arguments[0],
+                                  port=arguments[1], duration_s=round(outcome.duration_s, 2))
+            return False
+        report = build_report(outcome.facts, outcome.mozilla)
+        if self.as_json:
+            self.stdout.write(json.dumps({"target": target, **cli_json(outcome, report)}))
+        else:
+            self.stdout.write(render_text(outcome.facts, report, outcome.duration_s))
+        return True
+
+    def write_batch_line(self, target: str, *, error: tuple[str, str], **extra) -> None:
+        code, message = error[0], failure_text(*error)
+        if self.as_json:
+            self.stdout.write(json.dumps({"target": target, "error": {"code": code, "message": message}, **extra}))
+        else:
+            self.stderr.write(f"audit failed: {target}: {message}")
 
     def parse_arguments(self, options):
         try:
