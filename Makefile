@@ -13,7 +13,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup run test system services vendor lock check clean bench bench-full schema
+.PHONY: setup run test system services vendor lock check lint clean bench bench-full schema
 
 setup: $(STAMP)  ## idempotent: venv + pinned requirements
 
@@ -50,6 +50,9 @@ bench: setup system services  ## benchmarks, quick mode (< 5 min; MODE=full for 
 
 bench-full:  ## benchmarks, full mode (about 25 min), writes docs/benchmarks.md
 	$(MAKE) bench MODE=full
+
+lint: setup  ## ruff: pyflakes, pycodestyle and import order (pyproject.toml), as CI runs it
+	$(VENV)/bin/ruff check .
 
 check: setup  ## security checks CI runs: bandit (any finding fails) and the dependency audit (.ci/audit-deps)
 	$(VENV)/bin/bandit -r tlsaudit workers -ll -q

@@ -44,8 +44,16 @@ sys.path.insert(0, str(ROOT))
 from bench.audit_speed import ALL_SSLYZE_FLAGS  # noqa: E402
 from bench.contract import Recorder, add_arguments  # noqa: E402
 from bench.fleet import start_fleet  # noqa: E402
-from bench.stack import (RssSampler, Worker, WorkerOptions, configure_environment, ensure_database,  # noqa: E402
-                         purge_queues, remove_stale_organizations, tree_cpu_seconds)
+from bench.stack import (  # noqa: E402
+    RssSampler,
+    Worker,
+    WorkerOptions,
+    configure_environment,
+    ensure_database,
+    purge_queues,
+    remove_stale_organizations,
+    tree_cpu_seconds,
+)
 from bench.throughput import audit_times  # noqa: E402
 
 BENCH = {"title": "Audit fleet at 50 ms RTT", "order": 12, "quick_timeout_s": 150, "full_timeout_s": 3600}

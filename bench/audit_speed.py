@@ -104,8 +104,14 @@ def sslyze_command(port: int, ca_file: str, json_out: Path, extra: tuple[str, ..
 
 
 def sslyze_in_process(port: int, ca_file: str) -> None:
-    from sslyze import (CertificateInfoExtraArgument, ScanCommandsExtraArguments, Scanner, ServerNetworkLocation,
-                        ServerScanRequest, ServerScanStatusEnum)
+    from sslyze import (
+        CertificateInfoExtraArgument,
+        ScanCommandsExtraArguments,
+        Scanner,
+        ServerNetworkLocation,
+        ServerScanRequest,
+        ServerScanStatusEnum,
+    )
 
     request = ServerScanRequest(
         server_location=ServerNetworkLocation(HOST, port, ip_address=IP),

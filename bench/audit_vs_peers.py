@@ -36,8 +36,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.audit_speed import (ALL_SSLYZE_FLAGS, HOST, IP, OURS_CLI, OURS_WARM, SSLYZE_API,  # noqa: E402
-                               SSLYZE_CLI, SSLYZE_CLI_ALL, ours_cli, ours_in_process, sslyze_cli, sslyze_in_process)
+from bench.audit_speed import (  # noqa: E402
+    ALL_SSLYZE_FLAGS,
+    HOST,
+    IP,
+    OURS_CLI,
+    OURS_WARM,
+    SSLYZE_API,
+    SSLYZE_CLI,
+    SSLYZE_CLI_ALL,
+    ours_cli,
+    ours_in_process,
+    sslyze_cli,
+    sslyze_in_process,
+)
 from bench.contract import Recorder, add_arguments  # noqa: E402
 from tests.support.tls_servers import FIXTURES, require_nginx, start_lab  # noqa: E402
 

@@ -20,8 +20,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tests.support.pki import TestPki, write_dh_params, write_file
-from tests.support.tls_servers import (FIXTURES, ServerSpec, free_ports, issue_leaf_for, launch_nginx, nginx_conf,
-                                       server_blocks, tls_directives, wait_for_ports)
+from tests.support.tls_servers import (
+    FIXTURES,
+    ServerSpec,
+    free_ports,
+    issue_leaf_for,
+    launch_nginx,
+    nginx_conf,
+    server_blocks,
+    tls_directives,
+    wait_for_ports,
+)
 
 # fixture -> weight (they add up to 100: with 100 servers, the weight is the number of copies).
 MIX: dict[str, int] = {

@@ -22,10 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-from tests.support.probe_site import start_probe_site  # noqa: E402
-from tlsaudit.domain.netguard import refused_kind  # noqa: E402
 from unittest import mock  # noqa: E402
 
+from tests.support.probe_site import start_probe_site  # noqa: E402
+from tlsaudit.domain.netguard import refused_kind  # noqa: E402
 from workers.browser.chromium import ProbeBrowser  # noqa: E402
 from workers.browser.guard import AddressGuard  # noqa: E402
 from workers.browser.probe import run_probe  # noqa: E402

@@ -30,8 +30,16 @@ sys.path.insert(0, str(ROOT))
 
 from bench.contract import Recorder, add_arguments  # noqa: E402
 from bench.fleet import start_fleet  # noqa: E402
-from bench.stack import (RssSampler, Worker, WorkerOptions, bench_organization, configure_environment,  # noqa: E402
-                         ensure_database, purge_queues, tree_cpu_seconds)
+from bench.stack import (  # noqa: E402
+    RssSampler,
+    Worker,
+    WorkerOptions,
+    bench_organization,
+    configure_environment,
+    ensure_database,
+    purge_queues,
+    tree_cpu_seconds,
+)
 
 BENCH = {"title": "Audit throughput", "order": 10, "quick_timeout_s": 300, "full_timeout_s": 900}
 GOAL_S_PER_100 = 120

@@ -33,8 +33,15 @@ sys.path.insert(0, str(ROOT))
 
 from bench.contract import Recorder, add_arguments  # noqa: E402
 from bench.fleet import start_fleet  # noqa: E402
-from bench.stack import (Worker, WorkerOptions, bench_organization, configure_environment,  # noqa: E402
-                         ensure_database, purge_queues, rss_mib)
+from bench.stack import (  # noqa: E402
+    Worker,
+    WorkerOptions,
+    bench_organization,
+    configure_environment,
+    ensure_database,
+    purge_queues,
+    rss_mib,
+)
 
 BENCH = {"title": "Worker memory", "order": 20, "quick_timeout_s": 300, "full_timeout_s": 2400}
 GOAL_MIB = 300

@@ -5,7 +5,6 @@ Personas: alice owns Agency A, bob is its viewer, charlie owns Agency B."""
 import html
 import re
 
-import pytest
 from django.urls import reverse
 from django.utils import timezone
 

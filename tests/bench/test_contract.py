@@ -10,8 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.contract import (ContractError, Recorder, discover, parse_marker, parse_report, read_report,
-                            without_json_option)
+from bench.contract import (
+    ContractError,
+    Recorder,
+    discover,
+    parse_marker,
+    parse_report,
+    read_report,
+    without_json_option,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path("bench/example.py")

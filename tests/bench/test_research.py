@@ -3,8 +3,18 @@ and the studies' tables (signed overheads with intervals, RTT multiples only whe
 
 import pytest
 
-from bench.research import (ab_phase_medians, ab_run_report, h2load_cell, handshake_table,
-                            parse_ab, parse_h2load_connect, paired_versions, summarise_runs, sweep_table, with_rtt)
+from bench.research import (
+    ab_phase_medians,
+    ab_run_report,
+    h2load_cell,
+    handshake_table,
+    paired_versions,
+    parse_ab,
+    parse_h2load_connect,
+    summarise_runs,
+    sweep_table,
+    with_rtt,
+)
 from tlsaudit.domain import stats
 
 AB_HTTPS = """Server Software:        nginx/1.22.1

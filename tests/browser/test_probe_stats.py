@@ -2,8 +2,7 @@
 
 import pytest
 
-from tlsaudit.domain.probe_stats import (increase, increase_pct, medians, percent_increase, quantile, spread,
-                                         summarize)
+from tlsaudit.domain.probe_stats import increase, increase_pct, medians, percent_increase, quantile, spread, summarize
 
 
 def load(variant, mode, requests=8, bytes_=1000, tls=5.0, load_ms=100.0, flagged=False, **extra):

@@ -15,8 +15,19 @@ from datetime import datetime, timedelta, timezone
 
 from tlsaudit.domain.ciphers import classify, nominal_bits
 from tlsaudit.domain.scanfacts import (
-    BAD, CHECK_NAMES, NOT_TESTED, OK, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite, Hsts,
-    ScanFacts, ServerPreference, TrustResult,
+    BAD,
+    CHECK_NAMES,
+    NOT_TESTED,
+    OK,
+    PROTOCOLS,
+    Certificate,
+    CertificateDeployment,
+    Check,
+    CipherSuite,
+    Hsts,
+    ScanFacts,
+    ServerPreference,
+    TrustResult,
 )
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)

@@ -14,10 +14,24 @@ from pathlib import Path
 import pytest
 
 from tests.domain.factories import (
-    DEFAULT_SUITES, NOW, ca_cert, deployment, ec_cert, make_facts, preference, rsa_cert, suite, suites_for,
+    DEFAULT_SUITES,
+    NOW,
+    ca_cert,
+    deployment,
+    ec_cert,
+    make_facts,
+    preference,
+    rsa_cert,
+    suite,
+    suites_for,
 )
 from tlsaudit.domain.grading import (
-    RULE_EFFECTS, RULES, UNDECIDABLE, GradeResult, NotTested, grade,
+    RULE_EFFECTS,
+    RULES,
+    UNDECIDABLE,
+    GradeResult,
+    NotTested,
+    grade,
 )
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check, ScanFacts
 

@@ -13,8 +13,20 @@ import pytest
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert, suite, suites_for
 from tlsaudit.domain.ciphers import classify
 from tlsaudit.domain.mozilla import (
-    GUIDELINES_FILE, GUIDELINES_URL, GUIDELINES_VERSION, INTERMEDIATE, MODERN, OLD, PROFILE_NAMES, PROFILES,
-    best_profile, check_profile, explain_issues, get_profile, profile_report, profiles_from,
+    GUIDELINES_FILE,
+    GUIDELINES_URL,
+    GUIDELINES_VERSION,
+    INTERMEDIATE,
+    MODERN,
+    OLD,
+    PROFILE_NAMES,
+    PROFILES,
+    best_profile,
+    check_profile,
+    explain_issues,
+    get_profile,
+    profile_report,
+    profiles_from,
 )
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
 

@@ -9,7 +9,14 @@ from datetime import timedelta
 import pytest
 
 from tests.domain.factories import (
-    NOW, deployment, ec_cert, make_facts, preference, rsa_cert, suite, suites_for,
+    NOW,
+    deployment,
+    ec_cert,
+    make_facts,
+    preference,
+    rsa_cert,
+    suite,
+    suites_for,
 )
 from tlsaudit.domain.grading import GRADES, grade
 from tlsaudit.domain.mozilla import INTERMEDIATE, MODERN, OLD, check_profile

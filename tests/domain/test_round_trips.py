@@ -5,9 +5,15 @@ import random
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from tlsaudit.domain.round_trips import (MIN_MEANINGFUL_RTT_MS, estimate_rtt_from_histogram, estimate_rtt_ms,
-                                         percentile_nearest_rank, phase_round_trips, round_trips,
-                                         round_trips_label)
+from tlsaudit.domain.round_trips import (
+    MIN_MEANINGFUL_RTT_MS,
+    estimate_rtt_from_histogram,
+    estimate_rtt_ms,
+    percentile_nearest_rank,
+    phase_round_trips,
+    round_trips,
+    round_trips_label,
+)
 
 
 def test_the_rtt_of_connects_that_only_queue_on_top_of_it_is_their_low_end():

@@ -16,8 +16,14 @@ import pytest
 import requests
 
 from tests.faults.support import active_tasks, delay_proxy, wait_until
-from tests.faults.test_worker_killed import LAB_SERVER, assert_one_set_of_results, audit_row, queue_audit, \
-    wait_finished, wait_running_with_progress
+from tests.faults.test_worker_killed import (
+    LAB_SERVER,
+    assert_one_set_of_results,
+    audit_row,
+    queue_audit,
+    wait_finished,
+    wait_running_with_progress,
+)
 
 pytestmark = pytest.mark.worker
 LEASE_S = 4  # support.env_for's AUDIT_LEASE_SECONDS

@@ -10,8 +10,16 @@ import subprocess
 import pytest
 
 from tlsaudit.domain import stats
-from tlsaudit.domain.abstats import (ab_median, ab_percentile, ab_report, ab_text, ab_sd, round_ms, run_figures,
-                                     sweep_summary)
+from tlsaudit.domain.abstats import (
+    ab_median,
+    ab_percentile,
+    ab_report,
+    ab_sd,
+    ab_text,
+    round_ms,
+    run_figures,
+    sweep_summary,
+)
 from workers.load.merge import encode_histogram, new_histogram, record_values
 from workers.load.spec import LoadCounters, LoadSpec
 

@@ -12,7 +12,13 @@ from hdrh.histogram import HdrHistogram
 
 from tests.support.tls_servers import free_ports
 from workers.load.handshake import (
-    TLS13_STANDARD_SUITES, HandshakeError, handshake_matrix, iana_name, merge_handshake_results, run_handshakes)
+    TLS13_STANDARD_SUITES,
+    HandshakeError,
+    handshake_matrix,
+    iana_name,
+    merge_handshake_results,
+    run_handshakes,
+)
 from workers.load.spec import HandshakeSpec
 
 RESUMING, NOT_RESUMING = "load_session_cache", "load_no_resumption"

@@ -9,7 +9,13 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from tlsaudit.domain import stats
-from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions, histogram_summary, suite_family
+from tlsaudit.domain.handshake_stats import (
+    cell_rows,
+    compare_resumption,
+    compare_versions,
+    histogram_summary,
+    suite_family,
+)
 
 
 def encoded(values_us) -> str:

@@ -9,7 +9,7 @@ import ssl
 import pytest
 
 from workers.load import tls13
-from workers.load.handshake import run_in_subprocess, run_handshakes
+from workers.load.handshake import run_handshakes, run_in_subprocess
 from workers.load.spec import HandshakeSpec
 
 SERVER = "load_no_resumption"

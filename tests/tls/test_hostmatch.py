@@ -1,8 +1,8 @@
 """Our SAN matcher: browser rules, since sslyze 6 has no hostname-match boolean."""
 
+import pki
 import pytest
 
-import pki
 from tlsaudit.domain.hostmatch import hostname_matches
 from workers.tls.certs import leaf_matches
 

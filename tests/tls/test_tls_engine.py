@@ -3,10 +3,10 @@
 import json
 import time
 
+import pki
 import pytest
 from cryptography.hazmat.primitives import hashes
 
-import pki
 from tlsaudit.domain.scanfacts import BAD, CHECK_NAMES, OK, PROTOCOLS, ScanFacts
 from workers.tls.engine import run_scan
 

@@ -6,9 +6,9 @@ import os
 import re
 import subprocess
 
+import pki
 import pytest
 
-import pki
 from tlsaudit.audits.textreport import render_text
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.snippets import config_snippets

@@ -1,7 +1,7 @@
 from csp.decorators import csp_update
 from django.urls import path
-from rest_framework.permissions import AllowAny
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from rest_framework.permissions import AllowAny
 
 from tlsaudit.api import schema  # noqa: F401  registers the OpenAPI extensions before any schema is built
 from tlsaudit.api.base import csv_export

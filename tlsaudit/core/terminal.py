@@ -12,7 +12,6 @@ import os
 import time
 from pathlib import Path
 
-
 # The SSRF guard's refusal, at a terminal: the person may be testing their own machine on purpose.
 PRIVATE_TARGET_HINT = ("To test a server on this machine or your own network, "
                        "set TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 (never on a public deployment).")

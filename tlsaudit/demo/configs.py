@@ -14,8 +14,18 @@ from datetime import datetime
 
 from tlsaudit.domain.ciphers import classify, nominal_bits
 from tlsaudit.domain.scanfacts import (
-    BAD, CHECK_NAMES, OK, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite, Hsts, ScanFacts,
-    ServerPreference, TrustResult,
+    BAD,
+    CHECK_NAMES,
+    OK,
+    PROTOCOLS,
+    Certificate,
+    CertificateDeployment,
+    Check,
+    CipherSuite,
+    Hsts,
+    ScanFacts,
+    ServerPreference,
+    TrustResult,
 )
 
 # Placeholders replaced in the JSON text of facts and reports (see seed.personalise / seed.stamp).

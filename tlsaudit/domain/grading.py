@@ -17,8 +17,7 @@ from datetime import datetime, timezone
 from typing import NamedTuple
 
 from tlsaudit.domain.ciphers import SuiteInfo, classify, ephemeral_rsa_bits, rsa_equivalent_bits
-from tlsaudit.domain.scanfacts import (BAD, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite,
-                                       ScanFacts)
+from tlsaudit.domain.scanfacts import BAD, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite, ScanFacts
 from tlsaudit.domain.trustwords import trust_error_words
 
 RULESET = "2009r"

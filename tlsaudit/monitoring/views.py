@@ -62,8 +62,13 @@ def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
     from tlsaudit.domain.text import expiry_words
-    from tlsaudit.monitoring.portfolio import (expired_certificates, expiry_calendar, portfolio_rows, pq_summary,
-                                               rows_html)
+    from tlsaudit.monitoring.portfolio import (
+        expired_certificates,
+        expiry_calendar,
+        portfolio_rows,
+        pq_summary,
+        rows_html,
+    )
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     now = timezone.now()

@@ -4,10 +4,10 @@ from django.http import FileResponse, Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for
 from tlsaudit.reports import services
-from tlsaudit.core.auditlog import record
 from tlsaudit.reports.forms import BrandingForm
 from tlsaudit.reports.models import Report, ReportBranding
 from tlsaudit.sites.views import site_for

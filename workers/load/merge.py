@@ -10,8 +10,15 @@ from collections import Counter
 
 from hdrh.histogram import HdrHistogram
 
-from workers.load.spec import (HISTOGRAM_DIGITS, HISTOGRAM_RANGE_US, MAX_EXACT_SAMPLES, PHASES, LoadCounters,
-                               LoadResult, LoadSpec)
+from workers.load.spec import (
+    HISTOGRAM_DIGITS,
+    HISTOGRAM_RANGE_US,
+    MAX_EXACT_SAMPLES,
+    PHASES,
+    LoadCounters,
+    LoadResult,
+    LoadSpec,
+)
 
 
 def new_histogram() -> HdrHistogram:

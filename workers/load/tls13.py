@@ -16,6 +16,7 @@ measurement in a subprocess (see `run_handshakes`).
 
 from __future__ import annotations
 
+import _ssl
 import ctypes
 import ctypes.util
 import functools
@@ -28,8 +29,6 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-
-import _ssl
 
 TLS13_SUITES = ("TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256")
 _SUITE_LIST = re.compile(r"^TLS_[A-Z0-9_]+(:TLS_[A-Z0-9_]+)*$")

@@ -15,8 +15,8 @@ import time
 from concurrent.futures import Future, wait
 from contextlib import contextmanager
 
-from celery.exceptions import SoftTimeLimitExceeded
 from celery import bootsteps
+from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_shutdown
 from django.conf import settings
 from django.core.cache import cache

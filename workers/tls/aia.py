@@ -14,8 +14,8 @@ import socket
 from urllib.parse import urlsplit
 
 from cryptography import x509
-from cryptography.x509 import DNSName, IPAddress
 from cryptography.hazmat.primitives.serialization import Encoding
+from cryptography.x509 import DNSName, IPAddress
 from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult

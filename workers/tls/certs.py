@@ -17,8 +17,8 @@ from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, p
 from cryptography.x509 import DNSName, IPAddress
 
 from tlsaudit.domain.hostmatch import hostname_matches
-from tlsaudit.domain.trustwords import DATES, is_dates_error, trust_error_words
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
+from tlsaudit.domain.trustwords import DATES, is_dates_error, trust_error_words
 
 # sslyze's name for the CA file we pass in -> the name the rest of TLS Audit uses.
 CUSTOM_CA_STORE = "Custom CA"

@@ -16,20 +16,31 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import sslyze.__version__ as sslyze_version
-from sslyze import (CertificateInfoExtraArgument, ScanCommandsExtraArguments, Scanner, ServerNetworkConfiguration,
-                    ServerNetworkLocation, ServerScanRequest, ServerScanResultAsJson)
+from sslyze import (
+    CertificateInfoExtraArgument,
+    ScanCommandsExtraArguments,
+    Scanner,
+    ServerNetworkConfiguration,
+    ServerNetworkLocation,
+    ServerScanRequest,
+    ServerScanResultAsJson,
+)
 from sslyze.scanner.scanner_observer import ScannerObserver
 
-from tlsaudit.domain.scanfacts import (BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts,
-                                      ServerPreference)
-from workers.tls import aia
+from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts, ServerPreference
+from workers.tls import aia, clients, probes, sslyze_sockets, tls13
 from workers.tls import facts as convert
-from workers.tls import probes
 from workers.tls import reach as preflight
-from workers.tls import clients, sslyze_sockets, tls13
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
-from workers.tls.errors import (TIMEOUT, TargetError, classify_connectivity_error, deadline_error, reach_error,
-                                speaks_no_tls, specific_reach_error)
+from workers.tls.errors import (
+    TIMEOUT,
+    TargetError,
+    classify_connectivity_error,
+    deadline_error,
+    reach_error,
+    speaks_no_tls,
+    specific_reach_error,
+)
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
 from workers.tls.target import ResolvedTarget, resolve_target

@@ -5,8 +5,7 @@ Every command that did not complete becomes NOT_TESTED with sslyze's reason, nev
 
 from __future__ import annotations
 
-from tlsaudit.domain.scanfacts import (BAD, CHECK_NAMES, NOT_TESTED, OK, CertificateDeployment, Check,
-                                       CipherSuite, Hsts)
+from tlsaudit.domain.scanfacts import BAD, CHECK_NAMES, NOT_TESTED, OK, CertificateDeployment, Check, CipherSuite, Hsts
 from workers.tls.certs import describe_deployment
 
 # sslyze command -> our protocol label (scanfacts.PROTOCOLS)

@@ -11,8 +11,12 @@ PROFILES = ("modern", "intermediate", "old")
 def mozilla_report(server_scan_result) -> dict[str, dict]:
     """profile -> {"compliant": True/False/None, "issues": {criterion: text}, "error": why None}."""
     from sslyze.mozilla_tls_profile.tls_config_checker import (
-        MozillaTlsConfiguration, ServerNotCompliantWithTlsConfiguration, ServerScanResultIncomplete,
-        TlsConfigurationEnum, check_server_against_tls_configuration)
+        MozillaTlsConfiguration,
+        ServerNotCompliantWithTlsConfiguration,
+        ServerScanResultIncomplete,
+        TlsConfigurationEnum,
+        check_server_against_tls_configuration,
+    )
 
     report = {}
     for profile in PROFILES:

@@ -6,8 +6,17 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 
-from tlsaudit.domain.scanfacts import (BAD, NOT_TESTED, OK, PQ_DRAFT_GROUP, PQ_GROUPS, Check, CipherSuite,
-                                      PostQuantum, ServerPreference)
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    NOT_TESTED,
+    OK,
+    PQ_DRAFT_GROUP,
+    PQ_GROUPS,
+    Check,
+    CipherSuite,
+    PostQuantum,
+    ServerPreference,
+)
 from workers.tls import hello
 from workers.tls.probes import Endpoint, short_error
 

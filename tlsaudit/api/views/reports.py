@@ -21,8 +21,8 @@ from tlsaudit.api.views.common import (
     IDEMPOTENCY_PARAM,
     NOT_QUEUED,
     PAGE_SIZE_PARAM,
-    acting_user,
     accepted,
+    acting_user,
     choice,
     whole_number,
 )

@@ -10,7 +10,6 @@ from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import BadQuery
 from tlsaudit.api.logging import log
 from tlsaudit.api.pagination import ByName
-from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.api.serializers import (
     ALL_GRADES,
     BulkResultSerializer,
@@ -18,6 +17,7 @@ from tlsaudit.api.serializers import (
     SiteSerializer,
     SiteWriteSerializer,
 )
+from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.audits.models import AuditCertificate
 from tlsaudit.sites.models import Site
 
@@ -154,8 +154,9 @@ class SiteBulkCreate(OrgView):
         return Response({"created": created, "failed": len(results) - created, "results": results})
 
     def create_one(self, index: int, item: dict) -> dict:
-        from tlsaudit.api.errors import Conflict, body_of
         from rest_framework.exceptions import ValidationError
+
+        from tlsaudit.api.errors import Conflict, body_of
 
         # One DNS lookup per item would make a 1,000-site import take minutes; the audit re-checks.
         writer = SiteWriteSerializer(data=item, context={"org": self.org, "check_dns": False})

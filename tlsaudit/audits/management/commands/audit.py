@@ -19,8 +19,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from tlsaudit.core.terminal import failure_text
 from tlsaudit.audits.textreport import render_text
+from tlsaudit.core.terminal import failure_text
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.hostnames import AddressError, parse_address
 

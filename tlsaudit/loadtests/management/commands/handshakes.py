@@ -19,11 +19,11 @@ import sys
 import time
 
 from tlsaudit.core.standalone import command_base, setting
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_DEADLINE_S = 3600
@@ -178,7 +178,7 @@ def parse_ip(text):
 
 def check_suites(suites: list[str], versions: list[str]) -> None:
     """Known names only, and each must belong to one of the asked versions (no silent no-op)."""
-    from workers.load.handshake import HandshakeError, iana_name, openssl_name, suite_version, TLS13_STANDARD_SUITES
+    from workers.load.handshake import TLS13_STANDARD_SUITES, HandshakeError, iana_name, openssl_name, suite_version
 
     for suite in suites:
         version = suite_version(iana_name(suite))

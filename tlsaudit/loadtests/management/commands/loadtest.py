@@ -26,9 +26,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tlsaudit.core.standalone import command_base, setting
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool

@@ -22,15 +22,30 @@ import time
 from dataclasses import replace
 
 from tlsaudit.core.standalone import command_base
+from tlsaudit.core.terminal import Progress, startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK, MAX_CONCURRENCY, MAX_REQUESTS, MAX_TIME_LIMIT_S, add_target_arguments, deadline_message, ended_early,
-    fail, no_connection_message, nothing_connected, parse_common, parse_deadline, parse_int, parse_seconds,
-    pin_target, preflight, within)
+    EXIT_OK,
+    MAX_CONCURRENCY,
+    MAX_REQUESTS,
+    MAX_TIME_LIMIT_S,
+    add_target_arguments,
+    deadline_message,
+    ended_early,
+    fail,
+    no_connection_message,
+    nothing_connected,
+    parse_common,
+    parse_deadline,
+    parse_int,
+    parse_seconds,
+    pin_target,
+    preflight,
+    within,
+)
 from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
-from tlsaudit.core.terminal import Progress, startup_line, startup_s
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500

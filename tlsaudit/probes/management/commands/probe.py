@@ -20,10 +20,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
 from tlsaudit.domain.stats import change_text
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
 
 EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
