@@ -70,7 +70,7 @@ def test_rows_and_summaries_agree_with_the_audits():
         latest = Audit.objects.filter(site=site).order_by("-finished_at").first()
         assert (site.last_audit_id, site.last_audit_status) == (latest.pk, latest.status)
         assert site.last_grade == (latest.grade if latest.status == "done" else "")
-        assert {k: getattr(site, k) for k in ("latest_score", "previous_score", "cert_expires_at")} == \
+        assert {k: getattr(site, k) for k in ("latest_score", "previous_score", "cert_expires_at", "pq_ready")} == \
             done_summary(site.pk)
         done = Audit.objects.filter(site=site, status="done").order_by("-finished_at").first()
         assert done.findings.count() == len(done.report["findings"])
