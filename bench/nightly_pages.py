@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import sys
 import threading
 import time
@@ -121,6 +122,11 @@ def slots(org, recorder) -> bool:
         verdict = nightly.window_verdict(len(ids), minutes, capacity, busiest)
         print(f"slots, {label} ({len(hours)} h): busiest minute {busiest} starts, capacity {capacity}; "
               f"{verdict.words()} (planned in {seconds:.2f} s)", flush=True)
+        rng = random.Random(1)  # before #16 item 5: a random minute of the window per site
+        before = max(Counter(rng.randrange(minutes) for _ in ids).values())
+        print(f"  before (a random minute per site): busiest minute {before} starts", flush=True)
+        recorder.figure(f"busiest minute, {len(ids)} sites, {label}, random minute (before)", before, "starts",
+                        note="what the old rule (a random hour and minute of the window) gives")
         fits = len(ids) <= verdict.places
         if fits:
             ok &= busiest <= capacity

@@ -27,6 +27,8 @@ def test_ten_thousand_sites_never_start_more_per_minute_than_the_pool_takes():
     assert len(per_minute) == minutes
     hours = Counter(nightly.clock(EIGHT_HOURS, slot)[0] for slot in slots.values())
     assert set(hours) == set(EIGHT_HOURS) and min(hours.values()) > 1_000
+    # even: the two hashed choices keep every minute near the average (one choice left 7 to 32)
+    assert max(per_minute.values()) - min(per_minute.values()) <= 6
 
 
 def test_the_plan_is_the_same_on_every_run_whatever_the_order_given():
@@ -43,7 +45,9 @@ def test_adding_a_site_moves_no_other_and_removing_one_moves_few():
     assert {k: v for k, v in after.items() if k != 10_001} == before
     without = nightly.plan([s for s in SITES if s != 5_000], minutes, CAPACITY)
     moved = sum(1 for site, slot in without.items() if before[site] != slot)
-    assert moved <= 10  # only sites that had probed past a full minute may shift
+    # a new plan shifts a few later sites whose choice the freed place tipped; the database never
+    # re-plans anyway (a deleted site's minute just gains room), so no stored site moves at all
+    assert moved <= 100
 
 
 def test_placing_one_site_at_a_time_gives_the_plan():

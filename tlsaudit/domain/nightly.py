@@ -3,10 +3,10 @@
 Beat fires a site's entry at second 0 of its minute, so what the worker pool sees is the number of
 audits started per minute. Each minute of the window holds at most `capacity` starts (what the pool
 finishes in a minute, settings.NIGHTLY_MAX_STARTS_PER_MINUTE). A site's preferred minute comes from a
-stable hash of its id (spread evenly over the window, the same on every machine and run, unlike
-Python's salted hash()); when that minute is full the site takes the next minute with room (wrapping
-to the window's start). Sites are placed in id order, so a new site (a higher id) never moves an
-existing one: it only takes a free place. When the window has fewer places than sites, the extra
+stable hash of its id (the same on every machine and run, unlike Python's salted hash()): the less
+loaded of two such minutes, which keeps every minute near the average; when both are full the site
+takes the next minute with room (wrapping to the window's start). Sites are placed in id order, so a
+new site (a higher id) never moves an existing one: it only takes a free place. When the window has fewer places than sites, the extra
 sites go to the least-loaded minutes and `window_verdict` says so in words: never silent bunching.
 
 Pure: no Django. Slots are minute offsets from the window's start; `clock` turns one into (hour, minute).
@@ -35,22 +35,28 @@ def offset_of(hours: list[int], hour: int, minute: int) -> int | None:
     return hours.index(hour) * 60 + minute if hour in hours else None
 
 
-def preferred(site_id: int, minutes: int) -> int:
-    """A stable, evenly spread minute for a site: sha256 of its id, not hash() (salted per process)."""
+def preferred(site_id: int, minutes: int, choice: int = 0) -> int:
+    """A stable, evenly spread minute for a site (its first or second choice): sha256 of its id, not
+    hash(), which Python salts per process."""
     digest = hashlib.sha256(f"nightly:{site_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % minutes
+    return int.from_bytes(digest[8 * choice:8 * choice + 8], "big") % minutes
 
 
 def place(site_id: int, load: Counter, minutes: int, capacity: int) -> int:
-    """The site's minute: its preferred one, else the next with room; with none left, the least loaded
-    (nearest after the preferred). Records the start in `load`."""
-    start = preferred(site_id, minutes)
-    for step in range(minutes):
-        slot = (start + step) % minutes
+    """The site's minute: the less loaded of its two hashed choices (two choices keep the busiest minute
+    near the average where one would leave random clumps), else the next minute with room after the
+    first; with none left, the least loaded (nearest after the first choice). Records it in `load`."""
+    first, second = preferred(site_id, minutes), preferred(site_id, minutes, 1)
+    best = second if load[second] < load[first] else first
+    if load[best] < capacity:
+        load[best] += 1
+        return best
+    for step in range(1, minutes):
+        slot = (first + step) % minutes
         if load[slot] < capacity:
             load[slot] += 1
             return slot
-    slot = min(range(minutes), key=lambda m: (load[m], (m - start) % minutes))
+    slot = min(range(minutes), key=lambda m: (load[m], (m - first) % minutes))
     load[slot] += 1
     return slot
 
