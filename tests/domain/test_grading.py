@@ -365,7 +365,8 @@ def test_it_explains_trust_problems_and_how_to_fix_them():
     result = grade(make_facts(cert=rsa_cert(not_after=datetime(2021, 1, 1))))
 
     assert result.trust_issues[0].kind == "T"
-    assert result.trust_issues[0].reason == "The certificate expired on 2021-01-01"
+    # The date is the cert.expired finding's evidence; the grade line names the fact once.
+    assert result.trust_issues[0].reason == "The certificate has expired"
     assert result.improvements == ["Renew the certificate: removes the T grade"]
 
 

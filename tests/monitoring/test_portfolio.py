@@ -6,6 +6,7 @@ import pytest
 import time_machine
 from django.urls import reverse
 
+from tests.api.conftest import client_with, make_key
 from tests.domain.factories import NOW, rsa_cert
 from tlsaudit.sites.models import Site, Tag
 
@@ -126,3 +127,23 @@ def test_an_empty_expiry_list_says_none(login, alice, org_a, done_audit):
     with time_machine.travel(NOW, tick=False):
         page = login(alice).get(url(org_a)).content.decode()
     assert '<p class="muted">None.</p>' in page
+
+
+def test_the_grade_or_worse_filter_agrees_with_the_api_grade_max(login, alice, org_a):
+    """Issue 17 item 8: the page's "B or worse" keeps B and every worse grade (T and M after F), as
+    the API's `grade_max` does; sites never graded (down, not audited) are left out there too."""
+    for host, grade in (("top.example", "A+"), ("ok.example", "A-"), ("b.example", "B"), ("f.example", "F"),
+                        ("t.example", "T"), ("m.example", "M"), ("new.example", "")):
+        Site.objects.create(organization=org_a, hostname=host, last_grade=grade)
+    Site.objects.create(organization=org_a, hostname="down.example", last_audit_status="failed")
+    client = login(alice)
+
+    response = client.get(url(org_a, grade_max="B"))
+
+    assert [r[0] for r in rows_of(response)] == ["m.example", "t.example", "f.example", "b.example"]
+    assert '<option value="B" selected>B or worse</option>' in response.content.decode()
+    api = client_with(make_key(org_a)[1]).get("/api/v1/sites/", {"grade_max": "B"})
+    assert sorted(s["hostname"] for s in api.json()["results"]) == sorted(r[0] for r in rows_of(response))
+    assert [r[0] for r in rows_of(client.get(url(org_a, grade_max="T")))] == ["m.example", "t.example"]
+    assert [r[0] for r in rows_of(client.get(url(org_a, grade="B", grade_max="A+")))] == ["b.example"]
+    assert len(rows_of(client.get(url(org_a, grade_max="bogus")))) == 8  # unknown: no filter, "All" shown

@@ -78,6 +78,12 @@ def rank(grade: str) -> int:
     return GRADE_ORDER.index(grade) if grade in GRADE_ORDER else len(GRADE_ORDER)
 
 
+def grades_at_or_below(best: str) -> tuple[str, ...]:
+    """`best` and every worse grade ("B or worse": B, C, D, E, F, T, M), for the API's `grade_max`
+    and the portfolio page's filter alike. GRADE_ORDER runs from best to worst, T and M after F."""
+    return GRADE_ORDER[GRADE_ORDER.index(best):]
+
+
 def diff_audits(old: Snapshot, new: Snapshot) -> AuditDiff:
     old_protocols, new_protocols = supported_protocols(old.facts), supported_protocols(new.facts)
     old_suites, new_suites = accepted_suites(old.facts), accepted_suites(new.facts)

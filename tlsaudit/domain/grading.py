@@ -610,11 +610,12 @@ def _untrusted_reason(facts: ScanFacts, deployment: CertificateDeployment) -> st
 
 
 def _validity_issues(now: datetime, leaf: Certificate) -> list[TrustIssue]:
+    # The dates are the findings' evidence (cert.expired, cert.not_yet_valid): the grade line names
+    # the fact and its cap, so the report says each date once (issue 17).
     if _as_utc(leaf.not_after) < now:
-        return [TrustIssue("T", "trust.expired", f"The certificate expired on {leaf.not_after:%Y-%m-%d}")]
+        return [TrustIssue("T", "trust.expired", RULES["trust.expired"])]
     if _as_utc(leaf.not_before) > now:
-        return [TrustIssue("T", "trust.not_yet_valid", f"The certificate is not valid before "
-                                                       f"{leaf.not_before:%Y-%m-%d}")]
+        return [TrustIssue("T", "trust.not_yet_valid", RULES["trust.not_yet_valid"])]
     return []
 
 

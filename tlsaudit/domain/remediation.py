@@ -110,7 +110,7 @@ class _Context:
             return []
         g = self.grade
         items = [(c.rule_id, c.reason) for c in g.caps] + [(w.rule_id, w.message) for w in g.warnings]
-        # A trust issue's reason repeats the why ("it expired on …"): name the grade it removes.
+        # A trust issue's reason repeats the why ("it has expired"): name the grade it removes.
         items += [(t.rule_id, f"the {t.kind} grade") for t in g.trust_issues]
         return list(dict.fromkeys(reason for rule_id, reason in items if rule_id in rule_ids))
 
@@ -288,12 +288,13 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
     """What is wrong with a deployed certificate that only a new certificate fixes."""
     leaf, now = dep.leaf, f.started_at
     problems = []
+    # Expired / not yet valid without the date: the finding's evidence gives it, once (issue 17).
     if leaf.not_after < now:
-        problems.append(f"it expired on {leaf.not_after:%Y-%m-%d}")
+        problems.append("it has expired")
     elif (leaf.not_after - now).days < 30:
         problems.append(f"it expires on {leaf.not_after:%Y-%m-%d}")
     if leaf.not_before > now:
-        problems.append(f"it is not valid before {leaf.not_before:%Y-%m-%d}")
+        problems.append("it is not valid yet")
     if not dep.hostname_matches:
         problems.append(f"it does not cover {f.host}")
     if leaf.self_signed:

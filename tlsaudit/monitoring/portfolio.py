@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from tlsaudit.domain.diff import rank
+from tlsaudit.domain.diff import GRADE_ORDER, grades_at_or_below, rank
 from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.sites.models import Site
 
@@ -33,14 +33,17 @@ class Row:
     expires_day: str = ""       # "Mon 2026-12-07", for the expiry calendar
 
 
-def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "") -> list[Row]:
+def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: str = "") -> list[Row]:
     """Every matching site with its trend and expiry, worst first. Links, tag names and dates are
-    prepared here: rendered per row in the template, they took most of the page's time."""
+    prepared here: rendered per row in the template, they took most of the page's time.
+    `grade` matches exactly; `grade_max` keeps that grade or worse, as the API's parameters do."""
     sites = Site.objects.filter(organization=org)
     if tag:
         sites = sites.filter(tags__name=tag)
     if grade:
         sites = sites.filter(last_grade=grade)
+    if grade_max in GRADE_ORDER:
+        sites = sites.filter(last_grade__in=grades_at_or_below(grade_max))
     sites = list(sites)
     tags = tag_names([s.pk for s in sites])
     link = reverse("monitoring:history", args=[org.slug, 0]).replace("/0/", "/{}/")

@@ -19,6 +19,7 @@ from tlsaudit.api.serializers import (
 )
 from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.audits.models import AuditCertificate
+from tlsaudit.domain.diff import grades_at_or_below
 from tlsaudit.sites.models import Site
 
 MAX_EXPIRY_DAYS = 3650
@@ -70,12 +71,6 @@ def known_grade(param: str, grade: str) -> str:
     if grade not in ALL_GRADES:
         raise BadQuery({param: f"Use one of {', '.join(ALL_GRADES)}."})
     return grade
-
-
-def grades_at_or_below(best: str) -> tuple[str, ...]:
-    """`best` and every worse grade: ALL_GRADES runs from best to worst (T and M after F, as in the
-    portfolio's order)."""
-    return ALL_GRADES[ALL_GRADES.index(best):]
 
 
 def parse_days(raw: str) -> int:
