@@ -322,6 +322,15 @@ if SCAN_CONNECTIONS_PER_SERVER > 5:
 SCAN_POOL_THREADS = env_int("SCAN_POOL_THREADS", 16, minimum=1)
 SCAN_CONNECTIONS_PER_IP = env_int("SCAN_CONNECTIONS_PER_IP", 5, minimum=1)
 SCAN_MAX_CONNECTIONS = env_int("SCAN_MAX_CONNECTIONS", 256, minimum=1)
+# Nightly slots (issue #16, item 5): each minute of an organization's window holds at most
+# NIGHTLY_MAX_STARTS_PER_MINUTE scheduled audit starts (tlsaudit/domain/nightly.py). By default what the
+# scan pools finish in a minute: SCAN_WORKER_HOSTS x SCAN_POOL_THREADS threads, one audit each per
+# NIGHTLY_AUDIT_SECONDS (an audit at 50 ms RTT takes 19-24 s; 30 leaves room for slower servers).
+SCAN_WORKER_HOSTS = env_int("SCAN_WORKER_HOSTS", 1, minimum=1)
+NIGHTLY_AUDIT_SECONDS = env_int("NIGHTLY_AUDIT_SECONDS", 30, minimum=1)
+NIGHTLY_MAX_STARTS_PER_MINUTE = env_int(
+    "NIGHTLY_MAX_STARTS_PER_MINUTE",
+    max(1, SCAN_POOL_THREADS * SCAN_WORKER_HOSTS * 60 // NIGHTLY_AUDIT_SECONDS), minimum=1)
 if SCAN_MAX_CONNECTIONS < SCAN_CONNECTIONS_PER_SERVER:
     raise ImproperlyConfigured("SCAN_MAX_CONNECTIONS must be at least SCAN_CONNECTIONS_PER_SERVER.")
 # One audit's overall deadline (engine, task and `manage.py audit`): every socket of the audit obeys it,

@@ -1,5 +1,5 @@
-"""Audit schedules: pick a time in the organization's window, mirror it in django-celery-beat,
-claim each (site, date) once, and catch up a missed run once.
+"""Audit schedules: place each site in the organization's window (domain/nightly.py), mirror it in
+django-celery-beat, claim each (site, date) once, and catch up a missed run once.
 
 Called by the signals, the views and workers/tasks/schedule.py; nothing here imports an engine.
 """
@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db.models import Count, Max, OuterRef, Subquery
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
 from tlsaudit.core.queue import QueueUnavailable
+from tlsaudit.domain import nightly
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
 
 RUN_TASK = "workers.tasks.schedule.run_scheduled_audit"
@@ -28,20 +31,62 @@ def policy_for(org) -> OrgSchedulePolicy:
     return OrgSchedulePolicy.objects.get_or_create(organization=org)[0]
 
 
-def pick_time(policy: OrgSchedulePolicy, rng=_rng) -> tuple[int, int]:
-    """A random (hour, minute) inside the window, so an organization's sites never all start at once."""
-    return rng.choice(policy.hours()), rng.randrange(60)
+def capacity() -> int:
+    """Scheduled audit starts per minute the worker pool takes (settings, derived from the scan pool)."""
+    return settings.NIGHTLY_MAX_STARTS_PER_MINUTE
+
+
+def window_load(org) -> Counter:
+    """Starts per minute offset of the organization's enabled schedules inside its window (one query).
+    Weekly sites count every night: conservative, and a weekday change then never overfills a minute."""
+    hours = policy_for(org).hours()
+    rows = (SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
+            .values_list("hour", "minute").annotate(n=Count("pk")))
+    load: Counter = Counter()
+    for hour, minute, n in rows:
+        offset = nightly.offset_of(hours, hour, minute)
+        if offset is not None:
+            load[offset] += n
+    return load
+
+
+def pick_time(policy: OrgSchedulePolicy, site_id: int, load: Counter) -> tuple[int, int]:
+    """The site's (hour, minute): its stable place in the window, in a minute with room (domain/nightly.py)."""
+    hours = policy.hours()
+    return nightly.clock(hours, nightly.place(site_id, load, nightly.window_minutes(hours), capacity()))
 
 
 def ensure_schedule(site, rng=_rng) -> SiteSchedule:
-    """The site's schedule, created nightly at a random time in its organization's window."""
+    """The site's schedule, created nightly at its place in its organization's window."""
     existing = SiteSchedule.objects.filter(site=site).first()
     if existing:
         return existing
-    hour, minute = pick_time(policy_for(site.organization), rng)
+    policy = policy_for(site.organization)
+    hour, minute = pick_time(policy, site.pk, window_load(site.organization))
     schedule = SiteSchedule.objects.create(site=site, hour=hour, minute=minute, weekday=rng.randrange(7))
     sync_periodic_task(schedule)
     return schedule
+
+
+def policy_with_load(org) -> OrgSchedulePolicy:
+    """The policy with `scheduled` (enabled schedules) and `busiest` (most starts in one minute) in the
+    same query, for the portfolio page (which has a fixed query budget)."""
+    enabled = (SiteSchedule.objects.filter(site__organization=OuterRef("organization"))
+               .exclude(frequency=SiteSchedule.Frequency.OFF))
+    busiest = enabled.values("hour", "minute").annotate(n=Count("pk")).order_by("-n").values("n")[:1]
+    scheduled = enabled.order_by().values("site__organization").annotate(n=Count("pk")).values("n")
+    policy = (OrgSchedulePolicy.objects.filter(organization=org)
+              .annotate(busiest=Subquery(busiest), scheduled=Subquery(scheduled)).first())
+    if policy is None:
+        policy = policy_for(org)
+        policy.busiest = policy.scheduled = None
+    return policy
+
+
+def window_verdict(policy: OrgSchedulePolicy) -> nightly.Verdict:
+    """How the organization's scheduled starts fit its window (a policy from policy_with_load)."""
+    return nightly.window_verdict(sites=policy.scheduled or 0, minutes=nightly.window_minutes(policy.hours()),
+                                  capacity=capacity(), busiest=policy.busiest or 0)
 
 
 def sync_periodic_task(schedule: SiteSchedule) -> None:
@@ -85,20 +130,28 @@ def update_schedule(schedule: SiteSchedule, *, frequency: str, weekday: int) -> 
     return schedule
 
 
-def update_policy(policy: OrgSchedulePolicy, *, start: int, end: int, rng=_rng) -> int:
-    """Save the window and move the organization's schedules now outside it; returns how many moved."""
+def update_policy(policy: OrgSchedulePolicy, *, start: int, end: int) -> int:
+    """Save the window and move the organization's schedules now outside it (or in a minute over the
+    pool's capacity) to their places in it; returns how many moved. Sites already well placed stay."""
     policy.window_start_hour, policy.window_end_hour = start, end
     policy.save(update_fields=["window_start_hour", "window_end_hour"])
-    hours = set(policy.hours())
-    moved = 0
-    for schedule in SiteSchedule.objects.filter(site__organization_id=policy.organization_id).select_related(
-            "periodic_task"):
-        if schedule.hour not in hours:
-            schedule.hour, schedule.minute = pick_time(policy, rng)
-            schedule.save(update_fields=["hour", "minute", "updated_at"])
-            sync_periodic_task(schedule)
-            moved += 1
-    return moved
+    hours, cap = policy.hours(), capacity()
+    schedules = list(SiteSchedule.objects.filter(site__organization_id=policy.organization_id)
+                     .exclude(frequency=SiteSchedule.Frequency.OFF).select_related("periodic_task")
+                     .order_by("site_id"))
+    load: Counter = Counter()
+    stray = []
+    for schedule in schedules:  # keep whoever fits, in id order, so the oldest sites keep their time
+        offset = nightly.offset_of(hours, schedule.hour, schedule.minute)
+        if offset is not None and load[offset] < cap:
+            load[offset] += 1
+        else:
+            stray.append(schedule)
+    for schedule in stray:
+        schedule.hour, schedule.minute = pick_time(policy, schedule.site_id, load)
+        schedule.save(update_fields=["hour", "minute", "updated_at"])
+        sync_periodic_task(schedule)
+    return len(stray)
 
 
 # --- running ---------------------------------------------------------------------------------

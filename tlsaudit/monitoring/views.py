@@ -75,7 +75,7 @@ def _portfolio_context(request, org, window_form=None):
     grade_max = request.GET.get("grade_max", "") if request.GET.get("grade_max") in GRADES else ""
     now = timezone.now()
     rows = portfolio_rows(org, now, tag=tag, grade=grade, grade_max=grade_max)
-    policy = schedules.policy_for(org)
+    policy = schedules.policy_with_load(org)
     if window_form is None:
         window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
     return {"org": org, "rows": rows, "row_html": rows_html(rows), "calendar": expiry_calendar(rows, now),
@@ -83,6 +83,7 @@ def _portfolio_context(request, org, window_form=None):
             "pq_summary": pq_summary(rows),
             "tag": tag, "grade": grade, "grade_max": grade_max,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
+            "window_verdict": schedules.window_verdict(policy),
             "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
             "can_run_audits": roles.can(org.role, "run_audits")}
 

@@ -1,0 +1,66 @@
+"""Nightly slots in the database: new sites and a changed window respect the pool's starts per minute,
+and a window too short for the organization's sites says so on the portfolio page."""
+
+from collections import Counter
+
+import pytest
+from django.urls import reverse
+from django_celery_beat.models import PeriodicTask
+
+from tlsaudit.monitoring import schedules
+from tlsaudit.monitoring.models import OrgSchedulePolicy, SiteSchedule
+from tlsaudit.sites.models import Site
+
+pytestmark = pytest.mark.django_db
+
+
+def add_sites(org, n):
+    return [Site.objects.create(organization=org, hostname=f"n{i}.example.com") for i in range(n)]
+
+
+def starts(org) -> Counter:
+    return Counter(SiteSchedule.objects.filter(site__organization=org).values_list("hour", "minute"))
+
+
+def test_new_sites_fill_the_window_without_exceeding_the_starts_per_minute(settings, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 2
+    OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
+    sites = add_sites(org_a, 90)  # 120 places: no minute may get a third start
+    per_minute = starts(org_a)
+    assert max(per_minute.values()) <= 2 and {hour for hour, _ in per_minute} == {7}
+    for site in sites[:3]:
+        cron = PeriodicTask.objects.get(pk=site.schedule.periodic_task_id).crontab
+        assert (cron.hour, cron.minute) == (str(site.schedule.hour), str(site.schedule.minute))
+
+
+def test_a_site_keeps_its_time_when_others_are_added(settings, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 1
+    first = add_sites(org_a, 5)
+    before = {s.pk: (s.schedule.hour, s.schedule.minute) for s in first}
+    Site.objects.create(organization=org_a, hostname="late.example.com")
+    after = {s.pk: (s.hour, s.minute) for s in SiteSchedule.objects.filter(site__in=first)}
+    assert after == before
+
+
+def test_narrowing_the_window_moves_sites_into_it_within_the_capacity(settings, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 1
+    add_sites(org_a, 50)  # default window 01-05: 240 places
+    moved = schedules.update_policy(org_a.schedule_policy, start=3, end=4)
+    per_minute = starts(org_a)
+    assert max(per_minute.values()) == 1 and {hour for hour, _ in per_minute} == {3}
+    assert 0 < moved < 50  # the ones already at 03:xx in a free minute stay
+
+
+def test_a_window_too_short_is_a_visible_warning_on_the_portfolio(settings, login, alice, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 1
+    OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
+    url = reverse("monitoring:portfolio", args=[org_a.slug])
+    add_sites(org_a, 60)
+    page = login(alice).get(url).content.decode()
+    assert 'data-testid="window-warning"' not in page and "60 scheduled site(s)" in page
+
+    extra = Site.objects.create(organization=org_a, hostname="one-too-many.example.com")
+    assert extra.schedule.hour == 7 and max(starts(org_a).values()) == 2
+    page = login(alice).get(url).content.decode()
+    assert 'data-testid="window-warning"' in page
+    assert "61 scheduled sites need 2 hour(s) at 1 audit starts per minute, the window has 1." in page

@@ -1,0 +1,104 @@
+"""Nightly slots: where in an organization's window each site's scheduled audit starts (issue #16).
+
+Beat fires a site's entry at second 0 of its minute, so what the worker pool sees is the number of
+audits started per minute. Each minute of the window holds at most `capacity` starts (what the pool
+finishes in a minute, settings.NIGHTLY_MAX_STARTS_PER_MINUTE). A site's preferred minute comes from a
+stable hash of its id (the same on every machine and run, unlike Python's salted hash()): the less
+loaded of two such minutes, which keeps every minute near the average; when both are full the site
+takes the next minute with room (wrapping to the window's start). Sites are placed in id order, so a
+new site (a higher id) never moves an existing one: it only takes a free place. When the window has fewer places than sites, the extra
+sites go to the least-loaded minutes and `window_verdict` says so in words: never silent bunching.
+
+Pure: no Django. Slots are minute offsets from the window's start; `clock` turns one into (hour, minute).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+def window_minutes(hours: list[int]) -> int:
+    return len(hours) * 60
+
+
+def clock(hours: list[int], offset: int) -> tuple[int, int]:
+    """The UTC (hour, minute) of a minute offset into the window (hours as OrgSchedulePolicy.hours())."""
+    return hours[offset // 60], offset % 60
+
+
+def offset_of(hours: list[int], hour: int, minute: int) -> int | None:
+    """The minute offset of (hour, minute) in the window, None when it lies outside."""
+    return hours.index(hour) * 60 + minute if hour in hours else None
+
+
+def preferred(site_id: int, minutes: int, choice: int = 0) -> int:
+    """A stable, evenly spread minute for a site (its first or second choice): sha256 of its id, not
+    hash(), which Python salts per process."""
+    digest = hashlib.sha256(f"nightly:{site_id}".encode()).digest()
+    return int.from_bytes(digest[8 * choice:8 * choice + 8], "big") % minutes
+
+
+def place(site_id: int, load: Counter, minutes: int, capacity: int) -> int:
+    """The site's minute: the less loaded of its two hashed choices (two choices keep the busiest minute
+    near the average where one would leave random clumps), else the next minute with room after the
+    first; with none left, the least loaded (nearest after the first choice). Records it in `load`."""
+    first, second = preferred(site_id, minutes), preferred(site_id, minutes, 1)
+    best = second if load[second] < load[first] else first
+    if load[best] < capacity:
+        load[best] += 1
+        return best
+    for step in range(1, minutes):
+        slot = (first + step) % minutes
+        if load[slot] < capacity:
+            load[slot] += 1
+            return slot
+    slot = min(range(minutes), key=lambda m: (load[m], (m - first) % minutes))
+    load[slot] += 1
+    return slot
+
+
+def plan(site_ids: Iterable[int], minutes: int, capacity: int) -> dict[int, int]:
+    """Every site's minute, placed in id order (so adding a site moves no other)."""
+    load: Counter = Counter()
+    return {site_id: place(site_id, load, minutes, capacity) for site_id in sorted(site_ids)}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    sites: int
+    capacity: int  # starts per minute
+    minutes: int  # in the window
+    busiest: int  # starts in the busiest minute
+
+    @property
+    def places(self) -> int:
+        return self.capacity * self.minutes
+
+    @property
+    def fits(self) -> bool:
+        return self.sites <= self.places and self.busiest <= self.capacity
+
+    @property
+    def hours_needed(self) -> int:
+        return math.ceil(self.sites / self.capacity / 60)
+
+    def words(self) -> str:
+        if self.fits:
+            return (f"{self.sites} scheduled site(s); the window holds {self.places} audit starts "
+                    f"({self.capacity} per minute), busiest minute {self.busiest}.")
+        if self.sites > self.places:
+            return (f"Too many sites for the window: {self.sites} scheduled sites need {self.hours_needed} "
+                    f"hour(s) at {self.capacity} audit starts per minute, the window has {self.minutes // 60}. "
+                    f"Up to {self.busiest} audits start in one minute and wait for the worker pool: widen the "
+                    f"window or add worker capacity (NIGHTLY_MAX_STARTS_PER_MINUTE).")
+        return (f"Up to {self.busiest} audits start in one minute, more than the {self.capacity} the worker "
+                f"pool takes: save the window again to spread them.")
+
+
+def window_verdict(sites: int, minutes: int, capacity: int, busiest: int) -> Verdict:
+    return Verdict(sites=sites, capacity=capacity, minutes=minutes, busiest=busiest)
+
