@@ -235,7 +235,9 @@ def test_cancel_stops_a_long_run_within_a_second(tls_lab):
     assert result.cancelled
     assert elapsed < 0.6 + 1.0
     assert 0 < result.counters.complete < 10_000_000
-    assert max(b - a for a, b in zip(asked_at, asked_at[1:])) <= 0.5, "cancel() must be polled every 0.5 s"
+    # polled every 0.5 s from the start (the first poll too); 0.25 s for a busy 2-core machine's scheduling
+    polls = [started, *asked_at]
+    assert max(b - a for a, b in zip(polls, polls[1:])) <= 0.5 + 0.25, "cancel() must be polled every 0.5 s"
     assert progress and all(total == 10_000_000 for _, _, total in progress)
     assert [done for _, done, _ in progress] == sorted(done for _, done, _ in progress)
     assert len(progress) <= elapsed * 4 + 2, "on_progress at most ~4 times a second"

@@ -127,9 +127,10 @@ def wan_probe_browser(probe_site, link):
 
 def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_probe_browser):
     """Cold HTTPS: TCP 1, TLS 1.3 1, TTFB 1; cold HTTP: TCP 1, TTFB 1; warm: no connect, TTFB 1.
-    Chromium's connect phase gets a lower band of 0.7 RTT: on a cold navigation it opens the socket a
-    few ms before the request's timing origin (3-8 ms here), so part of the SYN's round trip falls
-    outside the phase. The probe's own RTT (plain TCP connects) does not have that bias."""
+    Chromium's connect phase gets a lower band of 0.6 RTT: on a cold navigation it opens the socket a
+    few ms before the request's timing origin (3-8 ms on a quiet machine, 15 ms seen with the whole suite
+    running on both cores), so part of the SYN's round trip falls outside the phase. The probe's own RTT
+    (plain TCP connects) does not have that bias."""
     from workers.browser.probe import run_probe
     from workers.browser.spec import ProbeSpec
 
@@ -147,10 +148,10 @@ def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_p
 
     https_cold = summary["https_cold"]
     assert https_cold["samples"] == 3 and result["loads"][0]["tls"]["protocol"] == "TLS 1.3"
-    assert_round_trips(phase("https_cold", "connect"), rtt, 1, "cold HTTPS TCP connect", low=0.3)
+    assert_round_trips(phase("https_cold", "connect"), rtt, 1, "cold HTTPS TCP connect", low=0.4)
     assert_round_trips(phase("https_cold", "tls"), rtt, 1, "cold HTTPS TLS 1.3 handshake")
     assert_round_trips(phase("https_cold", "ttfb"), rtt, 1, "cold HTTPS TTFB")
-    assert_round_trips(phase("http_cold", "connect"), rtt, 1, "cold HTTP TCP connect", low=0.3)
+    assert_round_trips(phase("http_cold", "connect"), rtt, 1, "cold HTTP TCP connect", low=0.4)
     assert_round_trips(phase("http_cold", "ttfb"), rtt, 1, "cold HTTP TTFB")
     for cell in ("https_warm", "http_warm"):
         assert phase(cell, "connect") == phase(cell, "tls") == 0  # the warm load reuses the connection
