@@ -40,9 +40,9 @@ from django.conf import settings  # noqa: E402
 from tests import hostile  # noqa: E402
 from tests.hostile_targets.conftest import TARGETS  # noqa: E402
 from tests.support.pki import TestPki  # noqa: E402
-from workers.tls.errors import TargetError  # noqa: E402
+from workers.net.errors import TargetError  # noqa: E402
+from workers.net.target import resolve_target  # noqa: E402
 from workers.tls.reach import engine_preflight  # noqa: E402
-from workers.tls.target import resolve_target  # noqa: E402
 
 BOUND_S = 60
 PATHS = ("audit", "load", "handshakes", "probe")

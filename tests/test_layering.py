@@ -46,9 +46,9 @@ def test_engines_import_only_domain():
             continue
         for path in modules_under(folder):
             engine = folder.split("/")[1]
-            # workers.resolve: name resolution with a deadline, the one network helper the engines share.
+            # workers.net: name resolution, the SSRF guard and TargetError, the one network package engines share.
             bad = {n for n in imports_of(path)
-                   if not n.startswith(("tlsaudit.domain", f"workers.{engine}", "workers.resolve"))}
+                   if not n.startswith(("tlsaudit.domain", f"workers.{engine}", "workers.net"))}
             assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
@@ -66,6 +66,8 @@ def test_django_apps_do_not_import_engines_at_module_level():
                     assert not alias.name.startswith(engines), f"{path.relative_to(ROOT)} imports {alias.name}"
 
 
-def test_the_shared_resolver_imports_nothing_of_ours():
-    """Engines may import workers.resolve, so it must stay a leaf: no engine, no Django app."""
-    assert {n for n in imports_of(ROOT / "workers/resolve.py") if n.startswith(OURS)} == set()
+def test_the_shared_network_package_imports_only_domain():
+    """Engines and web apps import workers.net, so it must stay a leaf: no engine, no Django app."""
+    for path in modules_under("workers/net"):
+        bad = {n for n in imports_of(path) if not n.startswith(("tlsaudit.domain", "workers.net"))}
+        assert not bad, f"{path.relative_to(ROOT)} imports {bad}"

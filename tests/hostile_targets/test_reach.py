@@ -51,7 +51,8 @@ def test_first_bytes_that_are_no_tls_record_tell_the_audit_to_stop_there(server,
 
 
 def test_an_ssl2_answer_is_not_taken_for_another_protocol():
-    from workers.tls.errors import WIRE_SSL2, speaks_no_tls
+    from workers.tls.errors import speaks_no_tls
+    from workers.tls.outcomes import WIRE_SSL2
 
     ssl2_error = b"\x80\x03\x00\x00\x01"  # SSL 2.0 record of 3 bytes: ERROR, no-cipher
     seen = reach.Reach(reach.TLS_ERROR, "127.0.0.1", 443, 1.0, first_bytes=ssl2_error)

@@ -7,7 +7,7 @@ import pytest
 
 from tests import hostile
 from tests.ssrf.conftest import route_handler
-from workers.tls.errors import TargetError
+from workers.net.errors import TargetError
 
 SITE = "www.hostile.test"
 

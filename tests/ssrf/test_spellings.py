@@ -66,8 +66,8 @@ class Doors:
         return self._resolve("shop.hostile.test", text)
 
     def _resolve(self, host: str, pinned_ip: str | None) -> bool:
-        from workers.tls.errors import TargetError
-        from workers.tls.target import resolve_target
+        from workers.net.errors import TargetError
+        from workers.net.target import resolve_target
 
         try:
             resolve_target(host, 443, pinned_ip=pinned_ip, allow_private=False, resolver=self.dns.address)

@@ -13,8 +13,8 @@ from tests.ssrf.conftest import NUMERIC_FORMS, TARGET_IDS, TRICKY_TARGETS
 from tests.support import waiting
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
-from workers.tls.errors import TargetError
-from workers.tls.target import resolve_target
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 
 PUBLIC_ONLY = "TLS Audit only scans servers on the public internet."
 

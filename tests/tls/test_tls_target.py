@@ -2,8 +2,8 @@
 
 import pytest
 
-from workers.tls.errors import TargetError
-from workers.tls.target import resolve_target
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 
 
 def test_it_resolves_names_through_the_system_resolver_and_prefers_ipv4():

@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
+from workers.net.errors import TargetError
+from workers.net.target import lookup_addresses
 
 TIMEOUT_S = 10.0
 MAX_RESPONSE_BYTES = 64 * 1024
@@ -89,9 +91,6 @@ def resolve_checked(host: str, port: int) -> str:
 def lookup(host: str, port: int) -> list[str]:
     """Every address of `host`, IPv4 first, the way scans resolve (settings.DNS_RESOLVER when set,
     localhost always loopback), with a deadline."""
-    from workers.tls.errors import TargetError
-    from workers.tls.target import lookup_addresses  # sockets and dnspython only, no sslyze
-
     try:
         return lookup_addresses(host.lower(), port, TIMEOUT_S, settings.DNS_RESOLVER)
     except TargetError:

@@ -27,6 +27,8 @@ from django.utils import timezone
 
 from tlsaudit.domain import ownership
 from tlsaudit.loadtests.models import SiteVerification
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 
 HTTP_TIMEOUT_S = 5.0
 DNS_TIMEOUT_S = 5.0
@@ -130,9 +132,6 @@ def file_served_at(site, verification: SiteVerification, ip: str) -> CheckResult
 
 
 def resolve_site_ip(site, port: int) -> str:
-    from workers.tls.errors import TargetError
-    from workers.tls.target import resolve_target
-
     try:
         return resolve_target(site.hostname, port, pinned_ip=site.pinned_ip,
                               allow_private=settings.ALLOW_PRIVATE_TARGETS, timeout=HTTP_TIMEOUT_S,

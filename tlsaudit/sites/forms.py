@@ -2,7 +2,10 @@ from django import forms
 from django.conf import settings
 
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port, parse_tags
+from tlsaudit.domain.netguard import parse_ip_literal
 from tlsaudit.sites.models import Site, Tag
+from workers.net.errors import PRIVATE_TARGET, TargetError
+from workers.net.target import resolve_target
 
 MAX_IMPORT_LINES = 1000
 MAX_IMPORT_BYTES = 512 * 1024
@@ -113,13 +116,8 @@ class SiteForm(forms.ModelForm):
         not resolve yet is accepted: the audit will say so, and the owner may be pre-launch."""
         if settings.ALLOW_PRIVATE_TARGETS or self.cleaned_data.get("pinned_ip"):
             return  # a pinned IP was checked on its own and is the only address ever used
-        from tlsaudit.domain.netguard import parse_ip_literal
-
         if not self.check_dns and parse_ip_literal(hostname) is None:
             return
-        from workers.tls.errors import PRIVATE_TARGET, TargetError
-        from workers.tls.target import resolve_target  # sockets only, no sslyze
-
         try:
             resolve_target(hostname, self.cleaned_data.get("https_port") or 443, timeout=3.0,
                            resolver=settings.DNS_RESOLVER)

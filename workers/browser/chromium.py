@@ -25,7 +25,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from workers.browser.errors import BROWSER, ProbeError
+from workers.browser.errors import BROWSER
+from workers.net.errors import TargetError
 
 CHROMIUM = os.environ.get("TLSAUDIT_CHROMIUM", "/usr/bin/chromium")
 CERTUTIL = "certutil"
@@ -67,9 +68,9 @@ def write_nss_db(home: Path, ca_pem: str) -> None:
     """An NSS DB under home/.pki/nssdb trusting every certificate of `ca_pem` as a TLS server CA."""
     certs = PEM_CERT.findall(ca_pem.encode())
     if not certs:
-        raise ProbeError(BROWSER, "The custom CA file holds no PEM certificate.")
+        raise TargetError(BROWSER, "The custom CA file holds no PEM certificate.")
     if shutil.which(CERTUTIL) is None:
-        raise ProbeError(BROWSER, "certutil (Debian package libnss3-tools) is needed to trust a custom CA.")
+        raise TargetError(BROWSER, "certutil (Debian package libnss3-tools) is needed to trust a custom CA.")
     db = home / ".pki" / "nssdb"
     db.mkdir(parents=True)
     certutil("-N", "-d", f"sql:{db}", "--empty-password")
@@ -82,8 +83,8 @@ def write_nss_db(home: Path, ca_pem: str) -> None:
 def certutil(*args: str) -> None:
     done = subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=30)
     if done.returncode != 0:
-        raise ProbeError(BROWSER, "The custom CA could not be added to the browser's trust store.",
-                         (done.stderr or done.stdout).strip())
+        raise TargetError(BROWSER, "The custom CA could not be added to the browser's trust store.",
+                          (done.stderr or done.stdout).strip())
 
 
 def parent_pids() -> dict[int, int]:
@@ -177,7 +178,7 @@ class ProbeBrowser:
             self.browser = self._playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=args,
                                                             env=env, timeout=60_000)
         except Error as exc:
-            raise ProbeError(BROWSER, f"Chromium could not be started ({CHROMIUM}).", str(exc)) from exc
+            raise TargetError(BROWSER, f"Chromium could not be started ({CHROMIUM}).", str(exc)) from exc
 
     @property
     def version(self) -> str:

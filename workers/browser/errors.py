@@ -1,4 +1,6 @@
-"""Why a browser probe (or one of its page loads) failed, in words a site owner understands.
+"""Why a browser probe (or one of its page loads) failed, in words a site owner understands: the
+probe's own codes, and the classifier that turns Chromium's net errors into the one TargetError
+(workers/net/errors.py, where the codes every engine shares live).
 
 Codes are stable (the UI keys on them); messages are for people; `detail` is Chromium's own text.
 """
@@ -7,15 +9,20 @@ from __future__ import annotations
 
 import re
 
-INVALID_TARGET = "invalid_target"
-DNS = "dns"
-PRIVATE_TARGET = "private_target"
-REFUSED = "refused"
-TIMEOUT = "timeout"
+from workers.net.errors import (
+    CONNECTION_FAILED,
+    DNS,
+    INVALID_TARGET,
+    PRIVATE_TARGET,
+    REFUSED,
+    TIMEOUT,
+    TLS_HANDSHAKE_FAILED,
+    TargetError,
+)
+
+# Codes only a browser probe meets.
 CERTIFICATE = "certificate"
-TLS_HANDSHAKE_FAILED = "tls_handshake_failed"
 REDIRECT_LOOP = "redirect_loop"
-CONNECTION_FAILED = "connection_failed"
 BROWSER = "browser"
 CANCELLED = "cancelled"
 
@@ -31,20 +38,6 @@ _CONNECTION_FAILURES = ("ERR_CONNECTION_RESET", "ERR_CONNECTION_CLOSED", "ERR_EM
                         "ERR_CONNECTION_TIMED_OUT", "ERR_ADDRESS_UNREACHABLE", "ERR_NETWORK_CHANGED")
 
 
-class ProbeError(Exception):
-    def __init__(self, code: str, message: str, detail: str = ""):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.detail = detail
-
-    def to_dict(self) -> dict:
-        return {"code": self.code, "message": self.message, "detail": self.detail}
-
-    def __repr__(self) -> str:
-        return f"ProbeError({self.code!r}, {self.message!r})"
-
-
 def net_error_name(text: str) -> str | None:
     """"ERR_CERT_AUTHORITY_INVALID" out of Playwright's "Page.goto: net::ERR_CERT_AUTHORITY_INVALID at ..."."""
     match = re.search(r"net::(ERR_[A-Z0-9_]+)", text)
@@ -52,37 +45,37 @@ def net_error_name(text: str) -> str | None:
 
 
 def classify_load_error(text: str, *, host: str, port: int, timeout_s: float, hops: int = 0,
-                        blocked: str | None = None) -> ProbeError:
-    """A ProbeError for a page load that raised; `blocked` is the guard's reason when it aborted a request."""
+                        blocked: str | None = None) -> TargetError:
+    """A TargetError for a page load that raised; `blocked` is the guard's reason when it aborted a request."""
     detail = text.splitlines()[0] if text else ""
     name = net_error_name(text)
     if blocked and name in ("ERR_BLOCKED_BY_CLIENT", "ERR_FAILED", None):
-        return ProbeError(PRIVATE_TARGET, blocked, detail)
+        return TargetError(PRIVATE_TARGET, blocked, detail)
     if name is None and "Timeout" in text:
-        return ProbeError(TIMEOUT, f"The page did not finish loading within {timeout_s:g} s.", detail)
+        return TargetError(TIMEOUT, f"The page did not finish loading within {timeout_s:g} s.", detail)
     if name is None:
-        return ProbeError(CONNECTION_FAILED, f"The page could not be loaded: {detail}", detail)
+        return TargetError(CONNECTION_FAILED, f"The page could not be loaded: {detail}", detail)
     if name.startswith("ERR_CERT_") or name == "ERR_INSECURE_RESPONSE":
         reason = _CERT_REASONS.get(name, name).format(host=host)
-        return ProbeError(CERTIFICATE, f"The certificate is not trusted ({reason}).", detail)
+        return TargetError(CERTIFICATE, f"The certificate is not trusted ({reason}).", detail)
     if name == "ERR_CONNECTION_REFUSED":
-        return ProbeError(REFUSED, f"The server refused the connection ({host}:{port}).", detail)
+        return TargetError(REFUSED, f"The server refused the connection ({host}:{port}).", detail)
     if name == "ERR_TOO_MANY_REDIRECTS":
-        return ProbeError(REDIRECT_LOOP, f"The site redirects in a loop: still redirecting after {hops} "
-                                         "requests.", detail)
+        return TargetError(REDIRECT_LOOP, f"The site redirects in a loop: still redirecting after {hops} "
+                                          "requests.", detail)
     if name == "ERR_NAME_NOT_RESOLVED":
-        return ProbeError(DNS, f"The name {host} does not resolve (DNS lookup failed).", detail)
+        return TargetError(DNS, f"The name {host} does not resolve (DNS lookup failed).", detail)
     if name == "ERR_UNSAFE_PORT":
-        return ProbeError(INVALID_TARGET, f"Browsers refuse to connect to port {port} (a blocked port).", detail)
+        return TargetError(INVALID_TARGET, f"Browsers refuse to connect to port {port} (a blocked port).", detail)
     if name == "ERR_SSL_UNRECOGNIZED_NAME_ALERT":
-        return ProbeError(TLS_HANDSHAKE_FAILED, f"The server on {host}:{port} does not serve {host}: it answered the "
-                                                "TLS handshake for this name with the alert 'unrecognized name'.", detail)
+        return TargetError(TLS_HANDSHAKE_FAILED, f"The server on {host}:{port} does not serve {host}: it answered the "
+                                                 "TLS handshake for this name with the alert 'unrecognized name'.", detail)
     if name == "ERR_SSL_PROTOCOL_ERROR":
-        return ProbeError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed: the server answered "
-                                                "with something that is not TLS, or broke the handshake off "
-                                                "(ERR_SSL_PROTOCOL_ERROR).", detail)
+        return TargetError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed: the server answered "
+                                                 "with something that is not TLS, or broke the handshake off "
+                                                 "(ERR_SSL_PROTOCOL_ERROR).", detail)
     if name.startswith("ERR_SSL_"):
-        return ProbeError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed ({name}).", detail)
+        return TargetError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed ({name}).", detail)
     if name in _CONNECTION_FAILURES:
-        return ProbeError(CONNECTION_FAILED, f"The connection to {host}:{port} failed ({name}).", detail)
-    return ProbeError(CONNECTION_FAILED, f"The page could not be loaded ({name}).", detail)
+        return TargetError(CONNECTION_FAILED, f"The connection to {host}:{port} failed ({name}).", detail)
+    return TargetError(CONNECTION_FAILED, f"The page could not be loaded ({name}).", detail)

@@ -14,8 +14,8 @@ Chromium resolves names itself, so the guard works in three layers:
    checked here before Chromium sends them, so a refused redirect fails with the guard's reason
    (`BlockedByClient`) rather than a proxy error.
 A host is resolved once per probe (cached), so layers 2 and 3 always agree, even against a DNS
-server that answers differently each time (rebinding). The same rules as workers.tls.target,
-re-implemented here because engines import only `domain`.
+server that answers differently each time (rebinding). The same rules as workers.net.target, applied
+to every host a page loads, with a per-probe cache and the probe's own words.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
-from workers.browser.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, ProbeError
-from workers.resolve import Unresolved, resolve
+from workers.net.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
+from workers.net.resolve import Unresolved, resolve
 
 _PUBLIC_ONLY = "TLS Audit only probes servers on the public internet."
 
@@ -46,11 +46,11 @@ class AddressGuard:
         self._lock = threading.Lock()      # the proxy's thread and the browser's share the cache
 
     def check_target(self, host: str, pinned_ip: str | None) -> str | None:
-        """The address to pin `host` to (None: let Chromium resolve); raises ProbeError when refused."""
+        """The address to pin `host` to (None: let Chromium resolve); raises TargetError when refused."""
         if pinned_ip is not None:
             address = parse_ip_literal(pinned_ip)
             if address is None:
-                raise ProbeError(INVALID_TARGET, f"{pinned_ip!r} is not an IP address.")
+                raise TargetError(INVALID_TARGET, f"{pinned_ip!r} is not an IP address.")
             self._refuse_any(host, [str(address)])
             return str(address)
         if self.allow_private:
@@ -68,12 +68,12 @@ class AddressGuard:
             return None
         try:
             self.checked_address(host)
-        except ProbeError as exc:
+        except TargetError as exc:
             return exc.message if exc.code == PRIVATE_TARGET else None
         return None
 
     def checked_address(self, host: str, may_look_up: bool = True) -> str | None:
-        """The one address a connection to `host` may go to; ProbeError (private_target, dns) otherwise.
+        """The one address a connection to `host` may go to; TargetError (private_target, dns) otherwise.
         With `may_look_up=False`, None when that would need a DNS lookup (not pinned, cached or literal)."""
         addresses = self.resolve(host, may_look_up)
         if addresses is None:
@@ -102,7 +102,7 @@ class AddressGuard:
             kind = self.refuse(parse_ip_literal(address))
             if kind:
                 where = address if host == address else f"{host} resolves to {address}, which"
-                raise ProbeError(PRIVATE_TARGET, f"{where} is {kind}. {_PUBLIC_ONLY}")
+                raise TargetError(PRIVATE_TARGET, f"{where} is {kind}. {_PUBLIC_ONLY}")
 
 
 def normal_host(host: str) -> str:
@@ -118,6 +118,6 @@ def lookup(host: str, timeout_s: float, resolver: tuple[str, int] | None = None)
     try:
         return resolve(host, timeout_s, resolver)
     except Unresolved as exc:
-        raise ProbeError(DNS, exc.message, exc.detail) from None
+        raise TargetError(DNS, exc.message, exc.detail) from None
 
 

@@ -36,11 +36,12 @@ from urllib.parse import urlsplit
 from tlsaudit.domain.probe_stats import increase, increase_pct, summarize
 from tlsaudit.domain.round_trips import estimate_rtt_ms
 from workers.browser.chromium import ProbeBrowser
-from workers.browser.errors import CANCELLED, INVALID_TARGET, TIMEOUT, ProbeError, classify_load_error
+from workers.browser.errors import CANCELLED, classify_load_error
 from workers.browser.guard import AddressGuard
 from workers.browser.proxy import GuardedProxy
 from workers.browser.recorder import Recorder
 from workers.browser.spec import MODES, VARIANTS, ProbeSpec
+from workers.net.errors import INVALID_TARGET, TIMEOUT, TargetError
 
 NAVIGATION_ENTRY = """() => new Promise(resolve => {
   const poll = () => {
@@ -65,21 +66,21 @@ def page_url(spec: ProbeSpec, variant: str) -> str:
 
 def check_spec(spec: ProbeSpec) -> None:
     if not spec.host or any(c.isspace() or c in "/?#@" for c in spec.host):
-        raise ProbeError(INVALID_TARGET, f"{spec.host!r} is not a hostname.")
+        raise TargetError(INVALID_TARGET, f"{spec.host!r} is not a hostname.")
     for port in (spec.https_port, spec.http_port):
         if not isinstance(port, int) or not 1 <= port <= 65535:
-            raise ProbeError(INVALID_TARGET, f"{port!r} is not a TCP port (1-65535).")
+            raise TargetError(INVALID_TARGET, f"{port!r} is not a TCP port (1-65535).")
     if not spec.path.startswith("/"):
-        raise ProbeError(INVALID_TARGET, f"The path {spec.path!r} must start with '/'.")
+        raise TargetError(INVALID_TARGET, f"The path {spec.path!r} must start with '/'.")
     if not 1 <= spec.runs <= 100:
-        raise ProbeError(INVALID_TARGET, f"runs must be between 1 and 100, got {spec.runs}.")
+        raise TargetError(INVALID_TARGET, f"runs must be between 1 and 100, got {spec.runs}.")
     if not 0 < spec.timeout_s <= 300:
-        raise ProbeError(INVALID_TARGET, f"timeout_s must be between 0 and 300 s, got {spec.timeout_s}.")
+        raise TargetError(INVALID_TARGET, f"timeout_s must be between 0 and 300 s, got {spec.timeout_s}.")
     if spec.deadline_s is not None and not 0 < spec.deadline_s <= 3600:
-        raise ProbeError(INVALID_TARGET, f"deadline_s must be between 0 and 3600 s, got {spec.deadline_s}.")
+        raise TargetError(INVALID_TARGET, f"deadline_s must be between 0 and 3600 s, got {spec.deadline_s}.")
     unknown = [v for v in spec.variants if v not in VARIANTS]
     if unknown or not spec.variants:
-        raise ProbeError(INVALID_TARGET, f"variants must be among {VARIANTS}, got {spec.variants}.")
+        raise TargetError(INVALID_TARGET, f"variants must be among {VARIANTS}, got {spec.variants}.")
 
 
 def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: Callable[[], bool] | None = None,
@@ -109,7 +110,7 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
         result["rtt"] = measure_rtt(guard, spec)
         deadline = started + spec.deadline_s if spec.deadline_s else None
         Session(spec, browser, guard, result, cancel, on_progress, proxy, deadline).run()
-    except ProbeError as exc:
+    except TargetError as exc:
         result["error"] = exc.to_dict()
     finally:
         if proxy is not None:
@@ -138,7 +139,7 @@ def measure_rtt(guard: AddressGuard, spec: ProbeSpec, count: int = RTT_CONNECTS)
     outcome = {"rtt_ms": None, "samples_ms": [], "address": None, "port": port, "error": None}
     try:
         address = guard.checked_address(spec.host)
-    except ProbeError as exc:
+    except TargetError as exc:
         outcome["error"] = exc.message
         return outcome
     outcome["address"] = address
@@ -176,7 +177,7 @@ class Session:
                 for mode in MODES:
                     for variant in live:
                         if self.cancel and self.cancel():
-                            raise ProbeError(CANCELLED, "The probe was cancelled.")
+                            raise TargetError(CANCELLED, "The probe was cancelled.")
                         if variant in self.result["variant_errors"]:
                             continue
                         if "https" in self.result["variant_errors"]:
@@ -196,7 +197,7 @@ class Session:
         remaining loads are skipped, as after any first failure), so a broken site costs no extra wait."""
         for variant in self.spec.variants:
             if self.cancel and self.cancel():
-                raise ProbeError(CANCELLED, "The probe was cancelled.")
+                raise TargetError(CANCELLED, "The probe was cancelled.")
             if "https" in self.result["variant_errors"]:
                 return   # the probe has failed: a hostile server would only make the next warm-up wait
             timeout_s = self.time_for_a_load()
@@ -214,8 +215,8 @@ class Session:
             return self.spec.timeout_s
         left = self.deadline - time.monotonic()
         if left < 0.5:
-            raise ProbeError(TIMEOUT, f"The probe did not finish within its {self.spec.deadline_s:g} s deadline "
-                                      f"({self.done} of {self.total} page loads done): the pages load too slowly.")
+            raise TargetError(TIMEOUT, f"The probe did not finish within its {self.spec.deadline_s:g} s deadline "
+                                       f"({self.done} of {self.total} page loads done): the pages load too slowly.")
         return min(self.spec.timeout_s, left)
 
     def record(self, load: dict) -> None:
@@ -301,7 +302,7 @@ class Tab:
             "waterfall": recorder.waterfall(), "status": nav.get("responseStatus"),
         }
 
-    def failed_load(self, url, variant, mode, run, error: ProbeError) -> dict:
+    def failed_load(self, url, variant, mode, run, error: TargetError) -> dict:
         recorder = self.recorder
         return {
             "variant": variant, "mode": mode, "run": run, "ok": False, "error": error.message, "_error": error.to_dict(),

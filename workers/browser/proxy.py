@@ -27,7 +27,7 @@ from contextlib import suppress
 
 import uvloop
 
-from workers.browser.errors import PRIVATE_TARGET, ProbeError
+from workers.net.errors import PRIVATE_TARGET, TargetError
 
 SOCKS_VERSION = 5
 NO_AUTH = 0
@@ -119,7 +119,7 @@ class GuardedProxy:
             # Pinned, literal or already resolved: decide on this thread; a DNS lookup goes to the pool.
             address = self.guard.checked_address(host, may_look_up=False) or \
                 await self._loop.run_in_executor(None, self.guard.checked_address, host)
-        except ProbeError as exc:
+        except TargetError as exc:
             if exc.code == PRIVATE_TARGET:
                 self.refusals.append({"host": host, "port": port, "reason": exc.message})
                 await answer(writer, REPLY_NOT_ALLOWED)

@@ -32,8 +32,8 @@ def run_audit(self, audit_id: int) -> str:
     store, beating the row's heartbeat meanwhile, 6. release the lock."""
     from tlsaudit.audits import services
     from tlsaudit.audits.models import Audit
-    from workers.tls.errors import TargetError
-    from workers.tls.target import resolve_target
+    from workers.net.errors import TargetError
+    from workers.net.target import resolve_target
 
     audit = Audit.objects.select_related("site__organization").filter(pk=audit_id).first()
     if audit is not None:

@@ -39,8 +39,8 @@ def run_probe(self, probe_id: int) -> str:
     the row, 6. store the result and its summary (or the engine's error), 7. release the lock."""
     from tlsaudit.probes import services
     from tlsaudit.probes.models import Probe
-    from workers.tls.errors import TargetError
-    from workers.tls.target import resolve_target
+    from workers.net.errors import TargetError
+    from workers.net.target import resolve_target
 
     probe = Probe.objects.select_related("site__organization").filter(pk=probe_id).first()
     if probe is None or probe.status != Probe.Status.QUEUED:

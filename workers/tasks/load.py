@@ -30,8 +30,8 @@ def start_run(self, run_id: int) -> str:
     from tlsaudit.loadtests import services
     from tlsaudit.loadtests import verification as proofs
     from tlsaudit.loadtests.models import LoadLimits, PerfRun
-    from workers.tls.errors import TargetError
-    from workers.tls.target import resolve_target
+    from workers.net.errors import TargetError
+    from workers.net.target import resolve_target
 
     run = PerfRun.objects.select_related("site__organization").filter(pk=run_id).first()
     if run is None or run.status != PerfRun.Status.QUEUED:

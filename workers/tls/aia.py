@@ -20,10 +20,10 @@ from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from tlsaudit.domain.trustwords import trust_error_words
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
 from workers.tls.deadline import Deadline, one_connection
-from workers.tls.errors import TargetError
-from workers.tls.target import resolve_target
 
 MAX_CERT_BYTES = 64 * 1024
 

@@ -28,13 +28,13 @@ from sslyze import (
 from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts, ServerPreference
-from workers.tls import aia, clients, probes, sslyze_sockets, tls13
+from workers.net.errors import TIMEOUT, TargetError
+from workers.net.target import ResolvedTarget, resolve_target
+from workers.tls import aia, clients, outcomes, probes, sslyze_sockets, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
 from workers.tls.errors import (
-    TIMEOUT,
-    TargetError,
     classify_connectivity_error,
     deadline_error,
     reach_error,
@@ -43,7 +43,6 @@ from workers.tls.errors import (
 )
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
-from workers.tls.target import ResolvedTarget, resolve_target
 from workers.tls.warmup import filter_sslyze_warnings
 
 log = logging.getLogger(__name__)
@@ -62,7 +61,7 @@ _DIAGNOSED_FAILURES = _HANDSHAKE_FAILURES | {"ConnectionToServerFailed"}
 # Pre-flight outcomes that end the audit before sslyze: nothing answers, or too slowly for any client.
 # The others (a TLS error, a reset) go on to sslyze, which tries versions and suites we cannot offer,
 # unless the server's first bytes were no TLS record at all (errors.speaks_no_tls).
-_HOPELESS = {preflight.REFUSED, preflight.CONNECT_TIMEOUT, preflight.UNREACHABLE, preflight.SILENT, preflight.SLOW}
+_HOPELESS = {outcomes.REFUSED, outcomes.CONNECT_TIMEOUT, outcomes.UNREACHABLE, outcomes.SILENT, outcomes.SLOW}
 # The whole audit's deadline when the caller gives none (settings.AUDIT_DEADLINE_SECONDS in the app).
 DEFAULT_DEADLINE_S = 50.0
 # What sslyze leaves to our own probes (AIA, preference, ALPN, HSTS): at 150 ms RTT they took 3-6 s

@@ -1,57 +1,22 @@
-"""Why a scan could not run, in words a site owner understands.
-
-`TargetError.code` is stable (the UI and the retry policy key on it), `.message` is for
-people, `.detail` is the technical trace for support.
+"""Why a scan could not run, in words a site owner understands: the scan engine's own codes, and the
+classifiers that turn sslyze's failures and the pre-flight's outcomes into the one TargetError
+(workers/net/errors.py, where the codes every engine shares live).
 """
 
 from __future__ import annotations
 
-# Codes, for callers that branch on them.
-INVALID_TARGET = "invalid_target"
-DNS = "dns"
-PRIVATE_TARGET = "private_target"
-REFUSED = "refused"
-TIMEOUT = "timeout"
+from workers.net.errors import CONNECTION_FAILED, REFUSED, TIMEOUT, TLS_HANDSHAKE_FAILED, TargetError
+from workers.tls import outcomes
+from workers.tls.outcomes import WIRE_HTTP, WIRE_OTHER, WIRE_REFUSED, WIRE_SILENT, WIRE_UNREACHABLE
+
+# Codes only a scan meets, for callers that branch on them.
 NO_TLS = "no_tls"
-TLS_HANDSHAKE_FAILED = "tls_handshake_failed"
 SSLV2_ONLY = "sslv2_only"
 STARTTLS_REJECTED = "starttls_rejected"
-CONNECTION_FAILED = "connection_failed"
-
-# Worth retrying later: the network or the server may behave differently next time.
-TRANSIENT_CODES = frozenset({DNS, TIMEOUT, CONNECTION_FAILED})
-
-# What our own wire diagnosis saw (see probes.diagnose_wire).
-WIRE_SILENT = "silent"      # connected, the server never sent a byte
-WIRE_HTTP = "http"          # answered our bytes with plain HTTP
-WIRE_TLS = "tls"            # answered with a TLS record (alert or handshake)
-WIRE_OTHER = "other"        # answered with something else (SSH banner, SMTP greeting...)
-WIRE_SSL2 = "ssl2"          # answered with an SSL 2.0 record (only sslyze can speak it)
-WIRE_CLOSED = "closed"      # closed the connection without a byte
-WIRE_REFUSED = "refused"
-WIRE_UNREACHABLE = "unreachable"
 
 # OpenSSL reasons a pre-flight handshake can end with that deserve their own words.
 _UNRECOGNIZED_NAME = "UNRECOGNIZED_NAME"
 _TOO_LARGE = ("EXCESSIVE_MESSAGE_SIZE", "CERTIFICATE_LIST_TOO_LONG")
-
-
-class TargetError(Exception):
-    def __init__(self, code: str, message: str, detail: str = ""):
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.detail = detail
-
-    def to_dict(self) -> dict:
-        return {"code": self.code, "message": self.message, "detail": self.detail}
-
-    @property
-    def transient(self) -> bool:
-        return self.code in TRANSIENT_CODES
-
-    def __repr__(self) -> str:
-        return f"TargetError({self.code!r}, {self.message!r})"
 
 
 def classify_connectivity_error(
@@ -97,9 +62,7 @@ def speaks_no_tls(reach) -> bool:
     """Did the pre-flight find no TLS at all: its handshake failed on first bytes that are HTTP or
     another protocol, neither a TLS record nor an SSL 2.0 one? Then sslyze has nothing to find, and
     each of its ~600 connections would only wait for the same bytes again."""
-    from workers.tls import reach as r
-
-    return reach.outcome == r.TLS_ERROR and reach.wire in (WIRE_HTTP, WIRE_OTHER)
+    return reach.outcome == outcomes.TLS_ERROR and reach.wire in (WIRE_HTTP, WIRE_OTHER)
 
 
 def deadline_error(ip: str, port: int, deadline_s: float, scan_deadline, elapsed_s: float) -> TargetError:
@@ -123,31 +86,29 @@ def deadline_error(ip: str, port: int, deadline_s: float, scan_deadline, elapsed
 
 def reach_error(reach, host: str) -> TargetError | None:
     """The site owner's message for a failed pre-flight handshake (workers/tls/reach.py), or None."""
-    from workers.tls import reach as r
-
     where = _where(reach.ip, reach.port)
     detail = f"pre-flight: {reach.outcome} after {reach.elapsed_s:g} s, {reach.received} bytes received" + (
         f"; {reach.detail}" if reach.detail else "")
-    if reach.outcome == r.OK:
+    if reach.outcome == outcomes.OK:
         return None
-    if reach.outcome == r.REFUSED:
+    if reach.outcome == outcomes.REFUSED:
         return TargetError(REFUSED, f"Port {reach.port} on {reach.ip} refused the connection: nothing is listening "
                                     "there.", detail)
-    if reach.outcome == r.CONNECT_TIMEOUT:
+    if reach.outcome == outcomes.CONNECT_TIMEOUT:
         return TargetError(TIMEOUT, _timeout_message(where, reach.timeout), detail)
-    if reach.outcome == r.UNREACHABLE:
+    if reach.outcome == outcomes.UNREACHABLE:
         return TargetError(CONNECTION_FAILED, f"{where} is unreachable from our scanner (no route to it).", detail)
-    if reach.outcome == r.SILENT:
+    if reach.outcome == outcomes.SILENT:
         return TargetError(TIMEOUT, f"No answer from {where} within {reach.timeout:g} s: the port accepts connections "
                                     "but never answers the TLS handshake (the service is hung, or it waits for "
                                     "a protocol other than TLS).", detail)
-    if reach.outcome == r.SLOW:
+    if reach.outcome == outcomes.SLOW:
         return TargetError(TIMEOUT, f"The server on {where} started to answer the TLS handshake but sent only "
                                     f"{reach.received} bytes in {reach.elapsed_s:.0f} s and never finished it: it "
                                     "answers far too slowly, or trickles bytes on purpose.", detail)
-    if reach.outcome == r.RESET:
+    if reach.outcome == outcomes.RESET:
         return _reset(where, detail)
-    if reach.outcome == r.CLOSED:
+    if reach.outcome == outcomes.CLOSED:
         return TargetError(CONNECTION_FAILED, f"The server on {where} accepted the connection, then closed it "
                                               "without answering the TLS handshake.", detail)
     return _tls_error(reach, host, where, detail)
@@ -173,10 +134,8 @@ def specific_reach_error(reach, host: str) -> TargetError | None:
     a close, an unknown name or an oversized chain. Not a generic TLS failure (sslyze tries more
     versions and suites than we can), nor the protocol spoken instead of TLS (diagnose_wire asks
     with a real HTTP request, which an HTTP server answers more plainly than a ClientHello)."""
-    from workers.tls import reach as r
-
     reason = reach.tls_reason.upper()
-    specific = reach.outcome in (r.RESET, r.CLOSED) or reach.outcome == r.TLS_ERROR and (
+    specific = reach.outcome in (outcomes.RESET, outcomes.CLOSED) or reach.outcome == outcomes.TLS_ERROR and (
         _UNRECOGNIZED_NAME in reason or any(word in reason for word in _TOO_LARGE))
     return reach_error(reach, host) if specific else None
 

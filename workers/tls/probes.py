@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
-from workers.tls import errors
+from workers.tls import outcomes
 from workers.tls.deadline import Deadline, one_connection
 
 with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
@@ -299,36 +299,36 @@ def _host_header(endpoint: Endpoint) -> str:
 # --- what does a port that failed TLS speak? -------------------------------------------------
 
 def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None = None) -> str:
-    """Connect, send an HTTP HEAD and look at the first bytes back (see errors.WIRE_*)."""
+    """Connect, send an HTTP HEAD and look at the first bytes back (see outcomes.WIRE_*)."""
     try:
         sock = one_connection(timeout, deadline).connect(ip, port, timeout)
     except ConnectionRefusedError:
-        return errors.WIRE_REFUSED
+        return outcomes.WIRE_REFUSED
     except (socket.timeout, TimeoutError):
-        return errors.WIRE_SILENT
+        return outcomes.WIRE_SILENT
     except OSError:
-        return errors.WIRE_UNREACHABLE
+        return outcomes.WIRE_UNREACHABLE
     with sock:
         try:
             sock.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
             first = sock.recv(16)
         except (socket.timeout, TimeoutError):
-            return errors.WIRE_SILENT
+            return outcomes.WIRE_SILENT
         except OSError:
-            return errors.WIRE_CLOSED
+            return outcomes.WIRE_CLOSED
     return classify_first_bytes(first)
 
 
 def classify_first_bytes(first: bytes) -> str:
     if not first:
-        return errors.WIRE_CLOSED
+        return outcomes.WIRE_CLOSED
     if first.startswith(b"HTTP/") or first.lstrip()[:1] == b"<":  # a status line, or an HTML error page alone
-        return errors.WIRE_HTTP
+        return outcomes.WIRE_HTTP
     if len(first) >= 2 and first[0] in (0x15, 0x16) and first[1] == 0x03:
-        return errors.WIRE_TLS     # a TLS alert or handshake record
+        return outcomes.WIRE_TLS     # a TLS alert or handshake record
     if len(first) >= 3 and first[0] & 0x80 and first[2] in _SSL2_MESSAGES:
-        return errors.WIRE_SSL2    # a 2-byte SSL 2.0 record header, then ERROR or SERVER-HELLO
-    return errors.WIRE_OTHER
+        return outcomes.WIRE_SSL2    # a 2-byte SSL 2.0 record header, then ERROR or SERVER-HELLO
+    return outcomes.WIRE_OTHER
 
 
 def short_error(exc: BaseException) -> str:

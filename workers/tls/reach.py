@@ -12,8 +12,9 @@ the hopeless cases apart in seconds, before any engine starts:
 3. OpenSSL's verdict -> OK, or TLS_ERROR with its reason (WRONG_VERSION_NUMBER,
    TLSV1_UNRECOGNIZED_NAME, EXCESSIVE_MESSAGE_SIZE...) and the first bytes the server sent.
 
-`errors.reach_error` turns a `Reach` into the site owner's message. The tasks of the audit, the load
-test and the browser probe call `check_tls` on the checked address, so nothing here resolves names.
+The outcomes are named in outcomes.py; `errors.reach_error` turns a `Reach` into the site owner's
+message. The tasks of the audit, the load test and the browser probe call `check_tls` on the checked
+address, so nothing here resolves names.
 Certificates are not verified (as in probes.make_context): trust is the audit's finding, not a
 reason to stop.
 """
@@ -28,17 +29,19 @@ from dataclasses import dataclass
 from tlsaudit.domain.netguard import parse_ip_literal
 from workers.tls import errors
 from workers.tls.deadline import MIN_CONNECTION_S, connection_limit
+from workers.tls.outcomes import (
+    CLOSED,
+    CONNECT_TIMEOUT,
+    OK,
+    REFUSED,
+    RESET,
+    SILENT,
+    SLOW,
+    TLS_ERROR,
+    UNREACHABLE,
+    WIRE_SILENT,
+)
 from workers.tls.probes import classify_first_bytes, make_context
-
-OK = "ok"
-REFUSED = "refused"
-CONNECT_TIMEOUT = "connect_timeout"
-UNREACHABLE = "unreachable"
-SILENT = "silent"
-SLOW = "slow"
-RESET = "reset"
-CLOSED = "closed"
-TLS_ERROR = "tls_error"
 
 MIN_TOTAL_S = MIN_CONNECTION_S    # a handshake slower than this is broken, whatever the network
 FIRST_BYTES = 16
@@ -62,8 +65,8 @@ class Reach:
 
     @property
     def wire(self) -> str:
-        """What the server's first bytes were (errors.WIRE_*), as probes.diagnose_wire names them."""
-        return classify_first_bytes(self.first_bytes) if self.first_bytes else errors.WIRE_SILENT
+        """What the server's first bytes were (outcomes.WIRE_*), as probes.diagnose_wire names them."""
+        return classify_first_bytes(self.first_bytes) if self.first_bytes else WIRE_SILENT
 
 
 def check_tls(ip: str, port: int, host: str, timeout: float, total_s: float | None = None) -> Reach:

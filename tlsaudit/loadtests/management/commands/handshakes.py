@@ -70,9 +70,9 @@ class Command(command_base()):
         except ValueError as exc:
             return self.fail("invalid_argument", str(exc))
         from workers.load.handshake import HandshakeError, handshake_matrix  # engines load only for this command
-        from workers.tls.errors import TargetError
+        from workers.net.errors import TargetError
+        from workers.net.target import resolve_target
         from workers.tls.reach import engine_preflight
-        from workers.tls.target import resolve_target
 
         try:
             target = resolve_target(plan["host"], plan["port"], pinned_ip=plan["ip"],

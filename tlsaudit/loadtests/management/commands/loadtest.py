@@ -306,8 +306,8 @@ def pin_target(spec):
     """Resolve once and pin the checked IP; (spec, None) or (spec, TargetError) when refused."""
     from dataclasses import replace
 
-    from workers.tls.errors import TargetError
-    from workers.tls.target import resolve_target
+    from workers.net.errors import TargetError
+    from workers.net.target import resolve_target
 
     try:
         target = resolve_target(spec.host, spec.port, pinned_ip=spec.ip,

@@ -198,9 +198,9 @@ def parse_deadline(text) -> float:
 def preflight(spec, scheme: str):
     """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
     resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself."""
-    from workers.tls.errors import TargetError
+    from workers.net.errors import TargetError
+    from workers.net.target import resolve_target
     from workers.tls.reach import engine_preflight
-    from workers.tls.target import resolve_target
 
     port = spec.https_port if scheme == "https" else spec.http_port
     try:

@@ -2,7 +2,8 @@
 
 sslyze would resolve the name inside `ServerNetworkLocation` with no timeout and no
 checks; we resolve here, refuse if ANY address is non-public, and hand sslyze and our
-probes the one checked address, so nothing ever looks the name up a second time.
+probes the one checked address, so nothing ever looks the name up a second time. The web apps
+apply the same guard to a new site, a webhook URL and a proof-of-control fetch.
 
 `resolver` (settings.DNS_RESOLVER, an (ip, port) pair) asks that DNS server directly for A and
 AAAA records instead of the system's getaddrinfo; tests point it at a local DNS server.
@@ -13,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
-from workers.resolve import Unresolved, resolve
-from workers.tls.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
+from workers.net.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
+from workers.net.resolve import Unresolved, resolve
 
 _PUBLIC_ONLY = "TLS Audit only scans servers on the public internet."
 # RFC 6761 / RFC 7686: names under these never resolve, so answer at once instead of asking DNS.

@@ -1,10 +1,10 @@
-"""Name resolution with a deadline, shared by the engines (scan and browser probe).
+"""Name resolution with a deadline, shared by the engines (scan and browser probe) and the web apps.
 
 `resolve(name, timeout_s, resolver=None)`: the system resolver (getaddrinfo, in a daemon thread
 because the C call cannot be interrupted) or, with `resolver` = (ip, port), A then AAAA records
 asked of that DNS server (tests run one on 127.0.0.1). Addresses come unique, IPv4 first (like
 sslyze: many networks still break IPv6). A failure raises `Unresolved(message, detail)` in a site
-owner's words; each engine re-raises it as its own error with its DNS code.
+owner's words; callers re-raise it as a TargetError with the DNS code (workers/net/errors.py).
 """
 
 from __future__ import annotations
