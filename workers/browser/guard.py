@@ -25,8 +25,8 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
-from workers.net.errors import DNS, INVALID_TARGET, PRIVATE_TARGET, TargetError
-from workers.net.resolve import Unresolved, resolve
+from workers.net.errors import INVALID_TARGET, PRIVATE_TARGET, TargetError
+from workers.net.target import lookup_addresses, refuse_non_public
 
 _PUBLIC_ONLY = "TLS Audit only probes servers on the public internet."
 
@@ -96,13 +96,7 @@ class AddressGuard:
             return self._cache[host]
 
     def _refuse_any(self, host: str, addresses: list[str]) -> None:
-        if self.allow_private:
-            return
-        for address in addresses:
-            kind = self.refuse(parse_ip_literal(address))
-            if kind:
-                where = address if host == address else f"{host} resolves to {address}, which"
-                raise TargetError(PRIVATE_TARGET, f"{where} is {kind}. {_PUBLIC_ONLY}")
+        refuse_non_public(host, addresses, self.allow_private, self.refuse, _PUBLIC_ONLY)
 
 
 def normal_host(host: str) -> str:
@@ -111,13 +105,6 @@ def normal_host(host: str) -> str:
 
 
 def lookup(host: str, timeout_s: float, resolver: tuple[str, int] | None = None) -> list[str]:
-    """getaddrinfo with a deadline (in a daemon thread: the C call cannot be interrupted), IPv4 first;
-    or, with `resolver`, A then AAAA records asked of that DNS server."""
-    if f".{host}".endswith(".localhost"):
-        return ["127.0.0.1", "::1"]  # RFC 6761 6.3: loopback, whatever a DNS server would answer
-    try:
-        return resolve(host, timeout_s, resolver)
-    except Unresolved as exc:
-        raise TargetError(DNS, exc.message, exc.detail) from None
-
-
+    """The scan's lookup (workers.net.target): IPv4 first, a deadline, localhost is loopback, and
+    .invalid/.onion names are never asked of the DNS."""
+    return lookup_addresses(host, 443, timeout_s, resolver)

@@ -11,6 +11,7 @@ AAAA records instead of the system's getaddrinfo; tests point it at a local DNS 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tlsaudit.domain.netguard import parse_ip_literal, refused_kind
@@ -44,15 +45,15 @@ def resolve_target(
     check_port(port)
     if pinned_ip is not None:
         ip = _require_ip_literal(pinned_ip)
-        _refuse_non_public(name, [ip], allow_private)
+        refuse_non_public(name, [ip], allow_private)
         return ResolvedTarget(name, port, ip, (ip,))
     literal = parse_ip_literal(name)
     if literal is not None:
         ip = str(literal)
-        _refuse_non_public(ip, [ip], allow_private)
+        refuse_non_public(ip, [ip], allow_private)
         return ResolvedTarget(ip, port, ip, (ip,))
     addresses = lookup_addresses(name, port, timeout, resolver)
-    _refuse_non_public(name, addresses, allow_private)
+    refuse_non_public(name, addresses, allow_private)
     return ResolvedTarget(name, port, addresses[0], tuple(addresses))
 
 
@@ -94,16 +95,19 @@ def _require_ip_literal(text: str) -> str:
     return str(address)
 
 
-def _refuse_non_public(name: str, addresses: list[str], allow_private: bool) -> None:
-    """A name with one public and one private address is refused: we cannot know which one a client gets."""
+def refuse_non_public(name: str, addresses: list[str], allow_private: bool, refuse: Callable = refused_kind,
+                      public_only: str = _PUBLIC_ONLY) -> None:
+    """A name with one public and one private address is refused: we cannot know which one a client gets.
+    `refuse` names the kind of a refused address (tests of the browser guard pass their own);
+    `public_only` ends the message in the caller's words (a scan, a probe)."""
     if allow_private:
         return
     for address in addresses:
-        kind = refused_kind(parse_ip_literal(address))
+        kind = refuse(parse_ip_literal(address))
         if kind is None:
             continue
         if name == address:
-            message = f"{address} is {kind}. {_PUBLIC_ONLY}"
+            message = f"{address} is {kind}. {public_only}"
         else:
-            message = f"{name} resolves to {address}, which is {kind}. {_PUBLIC_ONLY}"
+            message = f"{name} resolves to {address}, which is {kind}. {public_only}"
         raise TargetError(PRIVATE_TARGET, message, f"addresses: {', '.join(addresses)}")
