@@ -21,6 +21,7 @@ from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 
 START_TASK = "workers.tasks.load.start_run"
+LOCK_KIND = "load"           # its target locks' kind (core.locks): one load run per ip:port
 ACTIVE = (PerfRun.Status.QUEUED, PerfRun.Status.RUNNING)
 DEFAULT_LEVELS = (1, 20, 40, 60, 80, 100)
 DEFAULT_AGENTS_LEVELS = (10, 25, 50)
@@ -230,12 +231,10 @@ def claim(run_id: int, ip: str, steps: list[dict], max_duration_s: int) -> bool:
 
 
 def save_plan(run_id: int, steps: list[dict]) -> None:
+    """The claimed run's steps, all pending, for its chords to run one after another."""
     run = PerfRun.objects.get(pk=run_id)
     run.progress = {"steps": [{**step, "status": "pending"} for step in steps], "current": 0}
     run.save(update_fields=["progress"])
-
-
-LOCK_KIND = "load"
 
 
 def target_ports(run: PerfRun) -> list[tuple[str, int]]:
