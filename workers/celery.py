@@ -67,7 +67,7 @@ app.conf.update(
 def warm_up_worker(**_):
     # Import sslyze and load its trust stores once per child, not in every task.
     try:
-        from workers.tls.warmup import warm_up
+        from workers.tls.warmup import warm_up  # here: the web process imports this module, and must not load sslyze
     except ImportError:  # engine not installed in this deployment
         return
     warm_up()
@@ -82,7 +82,7 @@ def prepare_scan_pool(sender=None, **_):
     if "thread" not in str(getattr(sender, "pool_cls", "")).lower():
         return
     try:
-        from workers.tls.warmup import warm_up
+        from workers.tls.warmup import warm_up  # here: the web process imports this module, and must not load sslyze
     except ImportError:
         return
     warm_up()
@@ -90,6 +90,6 @@ def prepare_scan_pool(sender=None, **_):
 
 
 def configure_scan_gates():
-    from workers.tls.deadline import configure_gates
+    from workers.tls.deadline import configure_gates  # here: a scan engine module, kept out of the web process
 
     return configure_gates(settings.SCAN_CONNECTIONS_PER_IP, settings.SCAN_MAX_CONNECTIONS)

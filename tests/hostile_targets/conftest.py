@@ -94,7 +94,7 @@ def one_worker(start_worker_on):
     """one_worker(queue): a real worker on that queue with one thread, so the descriptors it holds
     after a warm-up task (one database connection, its broker connections) are all it needs."""
     yield lambda queue: start_worker_on((queue,), concurrency=1)
-    from workers.tasks.browser import HOST
+    from workers.browser.host import HOST
 
     HOST.close()  # a failed test still leaves no browser behind
 

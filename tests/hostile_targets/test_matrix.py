@@ -204,7 +204,7 @@ def test_a_hostile_target_ends_explained_within_a_minute_and_the_worker_goes_on(
     assert len(fds_after) <= len(fds_before) + FD_SLACK, f"descriptors grew by {len(fds_after) - len(fds_before)}: " \
                                                          f"{grown}"
     if path == "probe":
-        from workers.tasks.browser import HOST
+        from workers.browser.host import HOST
 
         assert settled(lambda: foreign_chromium(HOST.browser.token), lambda pids: not pids) == [], \
             "a Chromium process of another browser is left"

@@ -175,9 +175,9 @@ def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a
     from django.core.cache import cache
     from django.utils import timezone
 
+    from tlsaudit.core import locks
     from tlsaudit.loadtests.models import PerfRun
     from tlsaudit.loadtests.services import reap_abandoned_runs
-    from workers.tasks.load import acquire_locks
 
     past = timezone.now() - timezone.timedelta(hours=1)
     stuck = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
@@ -185,7 +185,7 @@ def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a
     fresh = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
                                    status="running", started_at=timezone.now(),
                                    deadline_at=timezone.now() + timezone.timedelta(minutes=5), ip="192.0.2.8")
-    assert acquire_locks(stuck, "192.0.2.7", 60)
+    assert locks.take(locks.keys("load", "192.0.2.7", [site_a.https_port]), locks.holder_for(stuck.pk), 60)
     assert reap_abandoned_runs() == 1
     stuck.refresh_from_db()
     fresh.refresh_from_db()

@@ -35,7 +35,7 @@ def browser_worker():
             yield worker
 
     yield run
-    from workers.tasks.browser import HOST
+    from workers.browser.host import HOST
 
     HOST.close()  # a test that failed inside the worker block still leaves no browser behind
 

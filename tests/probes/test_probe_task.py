@@ -98,7 +98,7 @@ def test_a_closed_port_ends_failed_with_the_engines_message(browser_worker, logi
 
 
 def test_the_worker_relaunches_a_crashed_browser_once(browser_worker, alice, probe_site, chromium_marker):
-    from workers.tasks.browser import HOST
+    from workers.browser.host import HOST
 
     with browser_worker():
         first = wait_finished(services.queue_probe(probe_site, {"runs": 1, "variants": ["https"]}, user=alice))

@@ -98,7 +98,7 @@ def wait_finished(row, timeout=60.0):
 @pytest.mark.parametrize("path, queue_name", [("audit", "scan"), ("load", "load"), ("probe", "browser")])
 def test_a_site_that_slipped_past_the_form_is_refused_by_the_worker_before_any_connection(
         production, tricky_dns, start_worker_on, alice, org_a, path, queue_name):
-    from workers.tasks.browser import HOST
+    from workers.browser.host import HOST
 
     launches = HOST.launches
     with hostile.trap("127.0.0.2") as (port, trap):

@@ -26,6 +26,20 @@ WARMUP_CONCURRENCY = 10
 WARMUP_AGENTS, WARMUP_PER_AGENT = 2, 5   # per version
 
 
+def ports_of(site) -> dict[str, int]:
+    """The site's port for each scheme."""
+    return {"http": site.http_port, "https": site.https_port}
+
+
+def target_ports(kind: str, params: dict, ports: dict[str, int]) -> list[tuple[str, int]]:
+    """The (scheme, port) pairs a run of `kind` loads: what its task pre-flights and locks. A sweep
+    loads both; a load run its scheme; a handshake run HTTPS."""
+    if kind == "sweep":
+        return [("http", ports["http"]), ("https", ports["https"])]
+    scheme = params.get("scheme", "https") if kind == "load" else "https"
+    return [(scheme, ports[scheme])]
+
+
 def split(total: int, parts: int) -> list[int]:
     """`total` in `parts` near-equal positive shares, larger first: split(5, 2) == [3, 2]."""
     parts = max(1, min(parts, total))

@@ -14,11 +14,14 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from tlsaudit.core import locks
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
+from tlsaudit.loadtests import plans
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 
 START_TASK = "workers.tasks.load.start_run"
+LOCK_KIND = "load"           # its target locks' kind (core.locks): one load run per ip:port
 ACTIVE = (PerfRun.Status.QUEUED, PerfRun.Status.RUNNING)
 DEFAULT_LEVELS = (1, 20, 40, 60, 80, 100)
 DEFAULT_AGENTS_LEVELS = (10, 25, 50)
@@ -227,6 +230,25 @@ def claim(run_id: int, ip: str, steps: list[dict], max_duration_s: int) -> bool:
         work_done=0, work_total=sum(s["work"] for s in steps)) == 1
 
 
+def save_plan(run_id: int, steps: list[dict]) -> None:
+    """The claimed run's steps, all pending, for its chords to run one after another."""
+    run = PerfRun.objects.get(pk=run_id)
+    run.progress = {"steps": [{**step, "status": "pending"} for step in steps], "current": 0}
+    run.save(update_fields=["progress"])
+
+
+def target_ports(run: PerfRun) -> list[tuple[str, int]]:
+    """The (scheme, port) pairs the run loads: what its start task pre-flights and locks."""
+    return plans.target_ports(run.kind, run.params, plans.ports_of(run.site))
+
+
+def release_locks(run: PerfRun, ip: str | None) -> None:
+    """Free the run's ip:port locks, taken by its start task through the gate (workers/tasks/gate.py) and
+    held by the run, not a process, until its end: its last step or the reaper frees them."""
+    if ip:
+        locks.release(locks.keys(LOCK_KIND, ip, [port for _, port in target_ports(run)]), locks.holder_for(run.pk))
+
+
 def mark_step(run_id: int, index: int, status: str) -> None:
     with transaction.atomic():
         run = PerfRun.objects.select_for_update().get(pk=run_id)
@@ -396,8 +418,6 @@ ABANDON_MARGIN_S = 120
 def reap_abandoned_runs(now=None) -> int:
     """Runs still 'running' well past their deadline lost their worker mid-chord: end them as
     failed (keeping the steps that finished) and free their target locks."""
-    from workers.tasks.load import release_locks  # the target locks live with the task
-
     now = now or timezone.now()
     stale = PerfRun.objects.filter(status=PerfRun.Status.RUNNING,
                                    deadline_at__lt=now - timedelta(seconds=ABANDON_MARGIN_S))

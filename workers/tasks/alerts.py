@@ -2,6 +2,8 @@
 
 import smtplib
 
+from tlsaudit.alerts import services
+from tlsaudit.domain.alerts import CERT_EXPIRING
 from workers.celery import app
 from workers.tasks.transient import DATABASE_DOWN
 
@@ -17,8 +19,6 @@ class RetryableDelivery(Exception):
 def evaluate_audit(audit_id: int) -> int:
     """Store the audit's new events (once each), then email whatever is not emailed yet:
     a retry after an SMTP failure re-sends the mail without creating events twice."""
-    from tlsaudit.alerts import services
-
     services.evaluate(audit_id)
     return services.email_pending(audit_id=audit_id)
 
@@ -26,8 +26,6 @@ def evaluate_audit(audit_id: int) -> int:
 @app.task(name="workers.tasks.alerts.deliver_webhook", bind=True, autoretry_for=(RetryableDelivery,),
           max_retries=WEBHOOK_MAX_ATTEMPTS - 1, retry_backoff=True, retry_backoff_max=600)
 def deliver_webhook(self, delivery_id: int) -> str:
-    from tlsaudit.alerts import services
-
     row = services.attempt_row(delivery_id, attempt=self.request.retries + 1)
     if row is None or row.status != row.Status.PENDING:
         return "skipped"  # webhook deleted, or this attempt already ran
@@ -40,8 +38,5 @@ def deliver_webhook(self, delivery_id: int) -> str:
 @app.task(name="workers.tasks.alerts.check_expiries", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),
           retry_backoff=30, max_retries=5)
 def check_expiries() -> int:
-    from tlsaudit.alerts import services
-    from tlsaudit.domain.alerts import CERT_EXPIRING
-
     services.check_expiries()
     return services.email_pending(kind=CERT_EXPIRING)

@@ -2,6 +2,7 @@
 
 import smtplib
 
+from tlsaudit.reports import digests
 from workers.celery import app
 
 DELIVER_MAX_RETRIES = 6
@@ -11,8 +12,6 @@ NOT_READY_RETRY_S = 30
 @app.task(name="workers.tasks.digests.send_due_digests")
 def send_due_digests() -> int:
     """Daily (beat entry "send due report digests"): once per period and organization."""
-    from tlsaudit.reports import digests
-
     return len(digests.start_due())
 
 
@@ -21,8 +20,6 @@ def send_due_digests() -> int:
 def deliver_digest(self, delivery_id: int) -> str:
     """Email one recipient's digest; an SMTP failure is recorded on the row (failed + error), then
     retried with backoff. A PDF still rendering is waited for."""
-    from tlsaudit.reports import digests
-
     try:
         return digests.deliver(delivery_id)
     except digests.ReportNotReady as exc:

@@ -22,6 +22,7 @@ from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
+from tlsaudit.audits import services
 from workers.tasks.transient import DATABASE_DOWN
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,6 @@ class Heartbeats:
                 connection.close()  # no audit to beat: an idle process holds no PostgreSQL connection
 
     def beat(self, runs: dict[int, tuple[int, str]]) -> None:
-        from tlsaudit.audits import services
-
         for _, lock_key in runs.values():
             with suppress(RedisError):
                 cache.touch(lock_key, settings.AUDIT_LEASE_SECONDS)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import logging
 
+from tlsaudit.reports import services
+from tlsaudit.reports.models import Report
 from workers.celery import app
+from workers.reports.pdf import PdfError, render
 
 log = logging.getLogger(__name__)
 RENDER_TIMEOUT_S = 60
@@ -20,10 +23,6 @@ RENDER_TIMEOUT_S = 60
 def render_report(report_id: int) -> str:
     """1. load the queued report, 2. claim it atomically, 3. build its HTML from the database,
     4. print it in Chromium, 5. store the PDF on the row (or the error)."""
-    from tlsaudit.reports import services
-    from tlsaudit.reports.models import Report
-    from workers.reports.pdf import PdfError, render
-
     report = Report.objects.select_related("organization", "site").filter(pk=report_id).first()
     if report is None or report.status != Report.Status.QUEUED or not services.claim(report_id):
         return "skipped"  # deleted with its site, or another delivery already rendered it

@@ -1,6 +1,7 @@
 """Scheduled audits: beat fires one entry per site; the claim per (site, date) makes retries,
 duplicate deliveries and two beats harmless. On the default queue: they only enqueue."""
 
+from tlsaudit.monitoring import schedules
 from workers.celery import app
 from workers.tasks.transient import DATABASE_DOWN
 
@@ -9,13 +10,9 @@ from workers.tasks.transient import DATABASE_DOWN
 @app.task(name="workers.tasks.schedule.run_scheduled_audit", acks_late=True, autoretry_for=DATABASE_DOWN,
           retry_backoff=5, retry_backoff_max=300, max_retries=10)
 def run_scheduled_audit(site_id: int) -> str:
-    from tlsaudit.monitoring.schedules import run_scheduled
-
-    return run_scheduled(site_id)
+    return schedules.run_scheduled(site_id)
 
 
 @app.task(name="workers.tasks.schedule.catch_up", acks_late=False, expires=600)
 def catch_up() -> list[int]:
-    from tlsaudit.monitoring.schedules import catch_up as sweep
-
-    return sweep()
+    return schedules.catch_up()
