@@ -12,7 +12,10 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from tlsaudit.domain.abstats import ab_report
 from tlsaudit.loadtests import plans
+from tlsaudit.loadtests.services import summary_for
+from tlsaudit.probes.services import summarise
 
 SWEEP_PARAMS = {"levels": [1, 20, 40], "requests": 500, "modes": ["new", "keepalive"], "path": "/", "repeats": 3}
 LOAD_PARAMS = {"scheme": "https", "requests": 200, "concurrency": 10, "keepalive": False, "path": "/",
@@ -30,8 +33,6 @@ EXTENSIONS = {"stylesheet": "css", "script": "js", "font": "woff2"}
 def perf_run_fields(rng: random.Random, kind: str, host: str, ports: dict[str, int], ip: str,
                     started: datetime) -> dict:
     """The PerfRun columns of a finished run of `kind` (params, progress, results, summary, times)."""
-    from tlsaudit.loadtests.services import summary_for
-
     if kind == "handshakes":
         params, steps = HANDSHAKE_PARAMS, plans.handshake_steps(HANDSHAKE_PARAMS, HANDSHAKE_SUITES)
         results = [handshake_entry(rng, i, step, host, ports["https"], ip) for i, step in enumerate(steps)]
@@ -59,7 +60,7 @@ def entry_seconds(entry: dict) -> float:
 
 def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -> dict:
     """One stored step, as workers.tasks.load.merged_entry writes it."""
-    from tlsaudit.domain.abstats import ab_report
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
     from workers.load.merge import merge_results
 
     shares = plans.agent_shares(step, AGENTS)
@@ -73,6 +74,7 @@ def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -
 
 def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str) -> dict:
     """One agent's LoadResult dict: per-request phase times (µs) in histograms and exact samples."""
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
     from workers.load.merge import encode_histogram, new_histogram, record_values
     from workers.load.spec import PHASES, LoadCounters, LoadResult, LoadSpec
 
@@ -110,6 +112,7 @@ def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str
 # --- handshake timing ---------------------------------------------------------------------------
 
 def handshake_entry(rng: random.Random, index: int, step: dict, host: str, port: int, ip: str) -> dict:
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
     from workers.load.handshake import merge_handshake_results
 
     shares = plans.agent_shares(step, AGENTS)
@@ -122,6 +125,7 @@ def handshake_entry(rng: random.Random, index: int, step: dict, host: str, port:
 def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port: int, ip: str) -> dict:
     """One agent's cell, as workers.load.handshake.collect returns it, before its summary (the merge
     summarises the merged cell; summarising each agent too would double the slow histogram walks)."""
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
     from workers.load.merge import encode_histogram, new_histogram, record_values
 
     resumed = step["resume"]
@@ -148,8 +152,6 @@ def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port:
 
 def probe_fields(rng: random.Random, host: str, ip: str, started: datetime, runs: int = 5) -> dict:
     """The Probe columns of a finished probe: the engine's JSON and the summary the service derives."""
-    from tlsaudit.probes.services import summarise
-
     loads = [page_load(rng, host, variant, mode, run)
              for run in range(runs) for mode in ("cold", "warm") for variant in ("https", "http")]
     duration = round(sum(load["timings_ms"]["load"] for load in loads) / 1000 + 6.5, 2)
