@@ -2,6 +2,7 @@ from django import forms
 from django.conf import settings
 
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port, parse_tags
+from tlsaudit.domain.netguard import parse_ip_literal, refusal_reason
 from tlsaudit.sites.models import Site, Tag
 
 MAX_IMPORT_LINES = 1000
@@ -68,8 +69,6 @@ class SiteForm(forms.ModelForm):
     def clean_pinned_ip(self):
         ip = self.cleaned_data.get("pinned_ip")
         if ip and not settings.ALLOW_PRIVATE_TARGETS:
-            from tlsaudit.domain.netguard import refusal_reason
-
             reason = refusal_reason(ip)
             if reason:
                 raise forms.ValidationError(f"{ip} cannot be audited: {reason}.")
@@ -113,7 +112,6 @@ class SiteForm(forms.ModelForm):
         not resolve yet is accepted: the audit will say so, and the owner may be pre-launch."""
         if settings.ALLOW_PRIVATE_TARGETS or self.cleaned_data.get("pinned_ip"):
             return  # a pinned IP was checked on its own and is the only address ever used
-        from tlsaudit.domain.netguard import parse_ip_literal
 
         if not self.check_dns and parse_ip_literal(hostname) is None:
             return
