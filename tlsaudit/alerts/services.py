@@ -19,6 +19,7 @@ from tlsaudit.audits.models import Audit
 from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
 from tlsaudit.core.queue import QueueUnavailable, enqueue
 from tlsaudit.domain import alerts as rules
+from tlsaudit.sites.models import Site
 
 EVALUATE_TASK = "workers.tasks.alerts.evaluate_audit"
 DELIVER_TASK = "workers.tasks.alerts.deliver_webhook"
@@ -99,8 +100,6 @@ def record(site, found: list[rules.Event], audit: Audit | None = None) -> list[A
 
 def check_expiries(now=None) -> list[AlertEvent]:
     """Daily: expiry thresholds from each site's latest audit, for sites not audited today."""
-    from tlsaudit.sites.models import Site
-
     now = now or timezone.now()
     start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     created = []

@@ -2,6 +2,8 @@
 
 from collections import OrderedDict
 
+from tlsaudit.audits.models import AuditFinding
+from tlsaudit.audits.services import suite_row
 from tlsaudit.domain.scanfacts import PROTOCOLS
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
@@ -38,8 +40,6 @@ def present_report(audit) -> dict:
 
 def finding_rows(report: dict) -> list:
     """Unsaved AuditFinding rows from the report's findings, as services.replace_normalised_rows writes them."""
-    from tlsaudit.audits.models import AuditFinding
-
     return [AuditFinding(finding_id=f["id"], severity=f["severity"], status=f["status"], title=f["title"][:200],
                          explanation=f.get("explanation", ""), evidence=f.get("evidence", ""),
                          reason=f.get("reason", "")) for f in report.get("findings", [])]
@@ -70,8 +70,6 @@ def _protocol_verdict(status: str, good: bool) -> str:
 
 
 def _suites_by_protocol(facts) -> list[dict]:
-    from tlsaudit.audits.services import suite_row
-
     rows = [suite_row(None, facts, s) for s in facts.suites]
     groups = []
     for name in reversed(PROTOCOLS):

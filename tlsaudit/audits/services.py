@@ -27,6 +27,8 @@ from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
 from tlsaudit.domain.scanfacts import BAD, OK, ScanFacts
+from tlsaudit.orgs.models import Organization
+from tlsaudit.sites.models import Site
 
 AUDIT_TASK = "workers.tasks.audit.run_audit"
 ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
@@ -123,8 +125,6 @@ def enforce_audit_limits(site) -> None:
     Runs inside queue_audit's transaction with the organization's row locked, so two clicks cannot
     both take the last slot. Scheduled audits neither count nor get refused.
     """
-    from tlsaudit.orgs.models import Organization
-
     Organization.objects.select_for_update().filter(pk=site.organization_id).first()
     on_demand = Audit.objects.exclude(trigger=Audit.Trigger.SCHEDULE)
     per_org = settings.AUDIT_LIMIT_PER_ORG_HOUR
@@ -303,8 +303,6 @@ def suite_row(audit: Audit, facts: ScanFacts, suite) -> AuditSuite:
 
 def update_site_summary(audit: Audit) -> None:
     """Denormalised 'latest' columns on the site, for lists that must not join every audit."""
-    from tlsaudit.sites.models import Site
-
     summary = done_summary(audit.site_id) if audit.status == Audit.Status.DONE else {}
     Site.objects.filter(pk=audit.site_id).update(
         last_audit=audit, last_audit_at=audit.finished_at or timezone.now(),

@@ -8,7 +8,7 @@ from tlsaudit.audits.models import Audit
 from tlsaudit.audits.presenters import error_label, present_report, progress_steps
 from tlsaudit.audits.queries import UNSHOWN_FIELDS
 from tlsaudit.domain import roles
-from tlsaudit.sites.views import site_for
+from tlsaudit.orgs.access import site_for
 
 
 @login_required

@@ -3,7 +3,7 @@
     from tlsaudit.core.auditlog import record
     record("api_key.created", org=org, actor=request.user, target=key.name, request=request, prefix=key.prefix)
 
-Actions are dotted names (`user.login`, `member.role_changed`, `site.deleted`); ACTIONS lists the
+Actions are dotted names (`user.login`, `member.role_changed`, `site.deleted`); core.actions lists the
 ones the app writes, so the owner's filter offers them. `detail` must never carry secrets: keys
 that name one (password, secret, token, key, …) are stored as "[redacted]" whatever the caller
 passes, so a careless `record(..., secret=webhook.secret)` cannot leak into the table.
@@ -14,32 +14,13 @@ import logging
 import re
 
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db.models import Q
 
+from tlsaudit.core.actions import ACCOUNT_ACTIONS
 from tlsaudit.core.clientip import client_ip
+from tlsaudit.core.models import AuditLogEntry
 
 logger = logging.getLogger("tlsaudit.audit")
-
-ACTIONS = {
-    "user.login": "Signed in",
-    "user.login_failed": "Failed sign-in",
-    "user.locked_out": "Locked out after failed sign-ins",
-    "user.logout": "Signed out",
-    "user.password_changed": "Password changed",
-    "user.password_reset_requested": "Password reset requested",
-    "user.password_reset": "Password reset",
-    "member.invited": "Member invited",
-    "member.invitation_revoked": "Invitation revoked",
-    "member.joined": "Invitation accepted",
-    "member.role_changed": "Member role changed",
-    "member.removed": "Member removed",
-    "org.created": "Organization created",
-    "org.settings_changed": "Organization settings changed",
-    "site.deleted": "Site deleted",
-    "webhook.created": "Webhook created",
-    "webhook.deleted": "Webhook deleted",
-    "api_key.created": "API key created",
-    "api_key.revoked": "API key revoked",
-}
 
 REDACTED = "[redacted]"
 # Detail keys whose values are secret material; `*_prefix`, `*_id` and `*_name` stay readable.
@@ -48,8 +29,6 @@ SECRET_KEY_NAME = re.compile(r"(password|passwd|secret|token|credential|authoriz
 
 def record(action: str, *, org=None, actor=None, target: str = "", request=None, **detail):
     """Write one entry; the actor defaults to the request's signed-in user, the IP to the request's."""
-    from tlsaudit.core.models import AuditLogEntry
-
     if actor is None and request is not None and getattr(request, "user", None) is not None:
         actor = request.user if request.user.is_authenticated else None
     entry = AuditLogEntry.objects.create(
@@ -89,22 +68,9 @@ def _redact(value):
     return value
 
 
-def action_label(action: str) -> str:
-    return ACTIONS.get(action, action)
-
-
-# Account events (sign-in, password) carry no organization; an owner sees those of the org's members.
-ACCOUNT_ACTIONS = ("user.login", "user.login_failed", "user.locked_out", "user.logout",
-                   "user.password_changed", "user.password_reset_requested", "user.password_reset")
-
-
 def entries_for(org, action: str = ""):
     """What the owners of `org` see: the org's own entries, plus account events of its current members
     (failed sign-ins have no actor, so those match on the attempted email)."""
-    from django.db.models import Q
-
-    from tlsaudit.core.models import AuditLogEntry
-
     members = org.memberships.values("user_id")
     emails = org.memberships.values("user__email")
     mine = Q(organization=org) | Q(organization=None, action__in=ACCOUNT_ACTIONS) & (

@@ -2,6 +2,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from tlsaudit.core.actions import action_label
+
 
 class WorkerHeartbeat(models.Model):
     """Last time a worker ran a liveness task; /healthz reads it (works on every broker)."""
@@ -50,8 +52,6 @@ class AuditLogEntry(models.Model):
 
     @property
     def label(self) -> str:
-        from tlsaudit.core.auditlog import action_label
-
         return action_label(self.action)
 
     @property

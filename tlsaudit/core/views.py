@@ -10,8 +10,11 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from tlsaudit.core import auditlog
+from tlsaudit.core.actions import ACTIONS
+from tlsaudit.core.models import WorkerHeartbeat
 from tlsaudit.core.unavailable import DATABASE_DOWN
 from tlsaudit.orgs.access import org_for, orgs_of
+from workers.celery import app
 
 AUDIT_LOG_PAGE_SIZE = 50
 
@@ -84,8 +87,6 @@ def _check_database():
 
 def _check_broker():
     def run():
-        from workers.celery import app
-
         with app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
             return conn.as_uri()  # the password is masked
@@ -93,8 +94,6 @@ def _check_broker():
 
 
 def _check_worker():
-    from tlsaudit.core.models import WorkerHeartbeat
-
     beat = WorkerHeartbeat.objects.filter(name="heartbeat").first()
     if beat is None:
         return {"ok": False, "detail": "no worker heartbeat recorded yet (is the worker and beat running?)"}
@@ -109,10 +108,10 @@ def audit_log(request, org):
     org = org_for(request, org, "view_audit_log")
     action = request.GET.get("action", "").strip()
     error = ""
-    if action and action not in auditlog.ACTIONS:
+    if action and action not in ACTIONS:
         error, action = f"There is no action called {action[:64]!r}: choose one from the list.", ""
     page = Paginator(auditlog.entries_for(org, action).select_related("organization"),
                      AUDIT_LOG_PAGE_SIZE).get_page(request.GET.get("page"))
     context = {"org": org, "page": page, "action": action, "error": error,
-               "actions": sorted(auditlog.ACTIONS.items(), key=lambda item: item[1])}
+               "actions": sorted(ACTIONS.items(), key=lambda item: item[1])}
     return render(request, "core/audit_log.html", context, status=400 if error else 200)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from tlsaudit.domain.abstats import ab_report
 from tlsaudit.loadtests import plans
+from tlsaudit.loadtests.services import summary_for
+from tlsaudit.probes.services import summarise
 
 SWEEP_PARAMS = {"levels": [1, 20, 40], "requests": 500, "modes": ["new", "keepalive"], "path": "/", "repeats": 3}
 LOAD_PARAMS = {"scheme": "https", "requests": 200, "concurrency": 10, "keepalive": False, "path": "/",
@@ -30,8 +33,6 @@ EXTENSIONS = {"stylesheet": "css", "script": "js", "font": "woff2"}
 def perf_run_fields(rng: random.Random, kind: str, host: str, ports: dict[str, int], ip: str,
                     started: datetime) -> dict:
     """The PerfRun columns of a finished run of `kind` (params, progress, results, summary, times)."""
-    from tlsaudit.loadtests.services import summary_for
-
     if kind == "handshakes":
         params, steps = HANDSHAKE_PARAMS, plans.handshake_steps(HANDSHAKE_PARAMS, HANDSHAKE_SUITES)
         results = [handshake_entry(rng, i, step, host, ports["https"], ip) for i, step in enumerate(steps)]
@@ -59,11 +60,11 @@ def entry_seconds(entry: dict) -> float:
 
 def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -> dict:
     """One stored step, as workers.tasks.load.merged_entry writes it."""
-    from tlsaudit.domain.abstats import ab_report
-    from workers.load.merge import merge_results
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
+    from workers.load import merge
 
     shares = plans.agent_shares(step, AGENTS)
-    merged = merge_results([agent_result(rng, step, share, host, ip) for share in shares])
+    merged = merge.merge_results([agent_result(rng, step, share, host, ip) for share in shares])
     report = ab_report(merged)
     merged.pop("samples", None)
     return {"step": index, "label": step["label"], "scheme": step["scheme"], "level": step["level"],
@@ -73,12 +74,12 @@ def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -
 
 def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str) -> dict:
     """One agent's LoadResult dict: per-request phase times (µs) in histograms and exact samples."""
-    from workers.load.merge import encode_histogram, new_histogram, record_values
-    from workers.load.spec import PHASES, LoadCounters, LoadResult, LoadSpec
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
+    from workers.load import spec as engine
 
     https, keepalive = step["scheme"] == "https", step["mode"] == "keepalive"
     n, c = share["requests"], share["concurrency"]
-    samples = {phase: [] for phase in PHASES}
+    samples = {phase: [] for phase in engine.PHASES}
     queueing = 1 + step["level"] / 25  # more concurrency, longer waits
     for i in range(n):
         fresh = not keepalive or i < c
@@ -86,44 +87,39 @@ def agent_result(rng: random.Random, step: dict, share: dict, host: str, ip: str
         tls = int(RTT_US + rng.lognormvariate(7.9, 0.25)) if https and fresh else 0  # 1 RTT + ~2.7 ms
         waiting = int(RTT_US + rng.lognormvariate(6.4, 0.35) * queueing)           # 1 RTT + ~0.6 ms x load
         processing = int(rng.lognormvariate(4.6, 0.3))
-        for phase, value in zip(PHASES, (connect + tls, tls, waiting, processing,
-                                         connect + tls + waiting + processing, connect)):
+        for phase, value in zip(engine.PHASES, (connect + tls, tls, waiting, processing,
+                                                connect + tls + waiting + processing, connect)):
             if phase != "tcp" or fresh:  # TCP connect: once per new connection, as the engine records it
                 samples[phase].append(max(value, 1))
-    histograms = {}
-    for phase in PHASES:
-        histogram = new_histogram()
-        record_values(histogram, samples[phase])
-        histograms[phase] = encode_histogram(histogram)
+    histograms = {phase: encoded_histogram(samples[phase]) for phase in engine.PHASES}
     total_s = sum(samples["total"]) / 1e6 / c
-    counters = LoadCounters(complete=n, keepalive_requests=n - c if keepalive else 0,
-                            connections_opened=c if keepalive else n, total_bytes=n * (PAGE_BYTES + 238),
-                            html_bytes=n * PAGE_BYTES)
-    spec = LoadSpec(scheme=step["scheme"], host=host, port=step["port"], path=step["path"], ip=ip, requests=n,
-                    concurrency=c, keepalive=keepalive, timeout_s=10.0)
-    return LoadResult(spec=spec, started_at=1.7e9, time_taken_s=round(total_s, 6), counters=counters,
-                      histograms=histograms, samples=samples, server_software=SERVER, document_length=PAGE_BYTES,
-                      protocol="TLSv1.3" if https else "", cipher="TLS_AES_256_GCM_SHA384" if https else "",
-                      status_codes={"200": n}).to_dict()
+    counters = engine.LoadCounters(complete=n, keepalive_requests=n - c if keepalive else 0,
+                                   connections_opened=c if keepalive else n, total_bytes=n * (PAGE_BYTES + 238),
+                                   html_bytes=n * PAGE_BYTES)
+    spec = engine.LoadSpec(scheme=step["scheme"], host=host, port=step["port"], path=step["path"], ip=ip,
+                           requests=n, concurrency=c, keepalive=keepalive, timeout_s=10.0)
+    return engine.LoadResult(spec=spec, started_at=1.7e9, time_taken_s=round(total_s, 6), counters=counters,
+                             histograms=histograms, samples=samples, server_software=SERVER,
+                             document_length=PAGE_BYTES, protocol="TLSv1.3" if https else "",
+                             cipher="TLS_AES_256_GCM_SHA384" if https else "", status_codes={"200": n}).to_dict()
 
 
 # --- handshake timing ---------------------------------------------------------------------------
 
 def handshake_entry(rng: random.Random, index: int, step: dict, host: str, port: int, ip: str) -> dict:
-    from workers.load.handshake import merge_handshake_results
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
+    from workers.load import handshake
 
     shares = plans.agent_shares(step, AGENTS)
     results = [handshake_cell(rng, step, share["agents"], host, port, ip) for share in shares]
     return {"step": index, "label": step["label"],
             "cell": {k: step[k] for k in ("version", "suite", "agents", "per_agent", "resume", "repeat", "warmup")},
-            "result": merge_handshake_results(results)}
+            "result": handshake.merge_handshake_results(results)}
 
 
 def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port: int, ip: str) -> dict:
     """One agent's cell, as workers.load.handshake.collect returns it, before its summary (the merge
     summarises the merged cell; summarising each agent too would double the slow histogram walks)."""
-    from workers.load.merge import encode_histogram, new_histogram, record_values
-
     resumed = step["resume"]
     base = {"1.2": 7.75, "1.3": 7.55}[step["version"]] - (0.9 if resumed else 0)
     count = agents * step["per_agent"]
@@ -131,25 +127,30 @@ def handshake_cell(rng: random.Random, step: dict, agents: int, host: str, port:
     round_trips = {"1.2": 2, "1.3": 1}[step["version"]] if not resumed else 1
     tls = [int(round_trips * RTT_US + rng.lognormvariate(base, 0.22) * contention) for _ in range(count)]
     tcp = [int(rng.gauss(150, 25)) for _ in range(count)]
-    tls_h, tcp_h = new_histogram(), new_histogram()
-    record_values(tls_h, tls)
-    record_values(tcp_h, [max(v, 1) for v in tcp])
     result = {"host": host, "port": port, "ip": ip, "version": step["version"], "requested_suite": step["suite"],
               "suite": step["suite"], "mode": "resumed" if resumed else "full",
               "resumption": "supported" if resumed else None, "resumption_note": None,
               "agents": agents, "per_agent": step["per_agent"], "failures": {}, "flagged": {},
-              "histograms": {"tls": encode_histogram(tls_h), "tcp": encode_histogram(tcp_h)},
+              "histograms": {"tls": encoded_histogram(tls), "tcp": encoded_histogram([max(v, 1) for v in tcp])},
               "wall_s": round(sum(tls) / 1e6 / agents * 1.15, 6), "wall_started_at": 1.7e9, "cancelled": False,
               "method": "ctypes"}
     return result
+
+
+def encoded_histogram(values: list[int]) -> str:
+    """`values` (µs) in an HDR histogram, encoded as the engine stores it."""
+    # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
+    from workers.load import merge
+
+    histogram = merge.new_histogram()
+    merge.record_values(histogram, values)
+    return merge.encode_histogram(histogram)
 
 
 # --- browser probes -------------------------------------------------------------------------------
 
 def probe_fields(rng: random.Random, host: str, ip: str, started: datetime, runs: int = 5) -> dict:
     """The Probe columns of a finished probe: the engine's JSON and the summary the service derives."""
-    from tlsaudit.probes.services import summarise
-
     loads = [page_load(rng, host, variant, mode, run)
              for run in range(runs) for mode in ("cold", "warm") for variant in ("https", "http")]
     duration = round(sum(load["timings_ms"]["load"] for load in loads) / 1000 + 6.5, 2)

@@ -30,11 +30,21 @@ from django.contrib.auth.hashers import make_password
 from django.db import transaction
 from django.utils import timezone
 
+from tlsaudit.accounts.models import User
+from tlsaudit.alerts.models import AlertEvent, AlertSettings, WebhookDelivery
+from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
+from tlsaudit.audits.services import suite_row
 from tlsaudit.demo import configs, perfdata, stories
 from tlsaudit.demo.bulk import JsonText, insert_rows, reserve_ids
 from tlsaudit.domain import alerts as alert_rules
 from tlsaudit.domain import roles
 from tlsaudit.domain.audit_report import build_report
+from tlsaudit.loadtests.models import PerfRun, SiteVerification
+from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
+from tlsaudit.monitoring.schedules import RUN_TASK, task_name
+from tlsaudit.orgs.models import Membership, Organization
+from tlsaudit.probes.models import Probe
+from tlsaudit.sites.models import Site, Tag
 
 RECENT_DETAIL_DAYS = 7
 BATCH = 500
@@ -100,8 +110,6 @@ class Stats:
 
 
 def existing_seed_orgs():
-    from tlsaudit.orgs.models import Organization
-
     return Organization.objects.filter(slug__startswith=SLUG_PREFIX)
 
 
@@ -117,8 +125,6 @@ def reset() -> int:
 
 
 def seeded_users():
-    from tlsaudit.accounts.models import User
-
     return User.objects.filter(email__endswith=f".{EMAIL_DOMAIN}")
 
 
@@ -127,10 +133,6 @@ def delete_history(org_ids: list[int]) -> None:
     JSON) into memory to delete it."""
     from django.db import connection
 
-    from tlsaudit.alerts.models import AlertEvent, WebhookDelivery
-    from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
-    from tlsaudit.monitoring.models import ScheduledRun
-    from tlsaudit.sites.models import Site
 
     # bandit B608 (nosec below): only table names from model _meta go into these strings; ids are bound params.
     marks = ", ".join(["%s"] * len(org_ids))
@@ -168,14 +170,6 @@ def explicit_timestamps(*models):
 def seed(*, orgs: int, sites: int, days: int, seed_value: int, password: str, now: datetime | None = None,
          progress=None) -> Stats:
     """Create the demo data in one transaction; returns what was written."""
-    from tlsaudit.alerts.models import AlertEvent
-    from tlsaudit.audits.models import Audit
-    from tlsaudit.loadtests.models import PerfRun
-    from tlsaudit.monitoring.models import ScheduledRun, SiteSchedule
-    from tlsaudit.orgs.models import Membership, Organization
-    from tlsaudit.probes.models import Probe
-    from tlsaudit.sites.models import Site
-
     rng = random.Random(seed_value)
     now = now or timezone.now()
     plans = stories.plan_orgs(rng, orgs, sites, days, now)
@@ -222,11 +216,6 @@ class Writer:
     # --- organizations, people, sites -----------------------------------------------------------
 
     def write_orgs(self, plans):
-        from tlsaudit.accounts.models import User
-        from tlsaudit.alerts.models import AlertSettings
-        from tlsaudit.monitoring.models import OrgSchedulePolicy
-        from tlsaudit.orgs.models import Membership, Organization
-
         created = self.now - timedelta(days=400)
         orgs = Organization.objects.bulk_create(
             [Organization(name=p.name, slug=p.slug, created_at=created) for p in plans], batch_size=BATCH)
@@ -251,8 +240,6 @@ class Writer:
         return orgs
 
     def write_sites(self, org, plan):
-        from tlsaudit.sites.models import Site, Tag
-
         names = sorted({t for s in plan.sites for t in s.tags})
         tags = {t.name: t for t in Tag.objects.bulk_create([Tag(organization=org, name=n) for n in names])}
         rows = Site.objects.bulk_create(
@@ -270,8 +257,6 @@ class Writer:
 
         from django_celery_beat.models import CrontabSchedule, PeriodicTask, PeriodicTasks
 
-        from tlsaudit.monitoring.models import SiteSchedule
-        from tlsaudit.monitoring.schedules import RUN_TASK, task_name
 
         crons = CrontabSchedule.objects.bulk_create([
             CrontabSchedule(minute=str(s.minute), hour=str(s.hour), day_of_month="*", month_of_year="*",
@@ -289,8 +274,6 @@ class Writer:
     # --- audits and what hangs off them --------------------------------------------------------------
 
     def write_history(self, org, chunk) -> None:
-        from tlsaudit.audits.models import Audit
-
         per_site, self.texts = [], {}
         for plan, site in chunk:
             per_site.append((plan, site, [self.audit_row(org, plan, site, run) for run in plan.runs]))
@@ -343,8 +326,6 @@ class Writer:
 
     def write_details(self, per_site) -> None:
         """Findings, suites and certificate rows of each site's latest done audit and the recent ones."""
-        from tlsaudit.audits.models import AuditCertificate, AuditFinding, AuditSuite
-
         findings, suites, certs = [], [], []
         for plan, site, rows in per_site:
             done = [a for a in rows if a.status == "done"]
@@ -360,8 +341,6 @@ class Writer:
         self.stats.certificates += insert_rows(AuditCertificate, certs)
 
     def write_scheduled_runs(self, per_site) -> None:
-        from tlsaudit.monitoring.models import ScheduledRun
-
         claims = [{"site_id": site.pk, "run_date": a.started_at.date(), "audit_id": a.pk, "caught_up": a.run.caught_up,
                    "created_at": a.created_at}
                   for _, site, rows in per_site for a in rows if a.trigger == "schedule"]
@@ -369,8 +348,6 @@ class Writer:
 
     def write_alerts(self, org, per_site) -> None:
         """Walk each site's audits through the real detection rules, one event per occurrence."""
-        from tlsaudit.alerts.models import AlertEvent
-
         events = []
         for plan, site, rows in per_site:
             seen, previous, streak = set(), None, []
@@ -390,9 +367,6 @@ class Writer:
         self.stats.alert_events += len(events)
 
     def write_perf(self, org, per_site) -> None:
-        from tlsaudit.loadtests.models import PerfRun, SiteVerification
-        from tlsaudit.probes.models import Probe
-
         runs, probes, proofs = [], [], []
         for plan, site, _ in per_site:
             if not (plan.perf_runs or plan.probes):
@@ -431,8 +405,6 @@ class Writer:
                 "host": plan.hostname, "ip": plan.ip}
 
     def write_site_summaries(self, per_site) -> None:
-        from tlsaudit.sites.models import Site
-
         for plan, site, rows in per_site:
             apply_summary(site, rows)
         Site.objects.bulk_update([site for _, site, _ in per_site], SUMMARY_FIELDS, batch_size=BATCH)
@@ -540,8 +512,6 @@ def detail_rows(audit: AuditRow, plan) -> tuple[list, list, list]:
 
 def suite_rows(facts) -> list[dict]:
     """AuditSuite columns of each accepted suite (services.suite_row), computed once per graded configuration."""
-    from tlsaudit.audits.services import suite_row
-
     rows = []
     for suite in facts.suites:
         row = suite_row(None, facts, suite)

@@ -13,6 +13,10 @@ too short to conclude is not drawn (its point is null) and says so in its chart'
 from __future__ import annotations
 
 from tlsaudit.domain import stats
+from tlsaudit.domain.abstats import PhaseSource, ab_text, run_figures
+from tlsaudit.domain.handshake_stats import suite_family
+from tlsaudit.domain.round_trips import combined_rtt_ms, estimate_rtt_from_histogram, rtt_note, with_round_trips
+from tlsaudit.loadtests.services import summary_of
 
 PERCENTAGES = ("50", "66", "75", "80", "90", "95", "98", "99", "100")
 MODE_TITLES = {"new": "new connection per request", "keepalive": "keep-alive"}
@@ -47,8 +51,6 @@ def reported(run) -> list[dict]:
 
 
 def charts_for(run) -> list[dict]:
-    from tlsaudit.loadtests.services import summary_of
-
     if not run.results:
         return []
     summary = summary_of(run)
@@ -136,8 +138,6 @@ def load_charts(run, summary: dict, mode: str, entries: list[dict]) -> list[dict
 
 def median_repeats(entries: list[dict]) -> list[dict]:
     """Per cell (scheme, level), the repeat with the median end-to-end rate: one typical run each."""
-    from tlsaudit.domain.abstats import run_figures
-
     cells: dict[tuple, list[dict]] = {}
     for entry in entries:
         cells.setdefault((entry["level"], entry["scheme"]), []).append(entry)
@@ -272,8 +272,6 @@ def phase_mean(report: dict, phase: str):
 
 def report_rows(entry: dict) -> dict:
     """One stored ab-style run: ab's own layout for reading, flat rows for the CSV."""
-    from tlsaudit.domain.abstats import ab_text
-
     report = dict(entry.get("report") or {})
     return {"label": entry["label"], "text": ab_text(report), "rows": flatten(report)}
 
@@ -297,8 +295,6 @@ LOAD_RTT_PHASES = (("tcp", "TCP connect"), ("tls", "TLS handshake"), ("connect",
 def round_trips(run) -> dict | None:
     """The run's RTT (from its TCP connects) and each phase's median with its RTT multiple, or None
     before there are results. Cells: "153.2 ms (≈ 3.1 RTT)"; no multiples under 10 ms of RTT."""
-    from tlsaudit.domain.round_trips import combined_rtt_ms, estimate_rtt_from_histogram, rtt_note
-
     if not run.results:
         return None
     if run.kind == "handshakes":
@@ -320,15 +316,11 @@ def round_trips(run) -> dict | None:
 
 
 def cell_with_rtt(value_ms, rtt_ms) -> str:
-    from tlsaudit.domain.round_trips import with_round_trips
-
     return with_round_trips(value_ms, rtt_ms)
 
 
 def load_phase_median_ms(entry: dict, phase: str):
     """A phase's median (ms) of the stored result: its exact samples, else its histogram."""
-    from tlsaudit.domain.abstats import PhaseSource
-
     source = PhaseSource(entry["result"], phase)
     return round(source.percentile(50) / 1000, 3) if source.count else None
 
@@ -369,8 +361,6 @@ def suite_chart(cells: list[dict]) -> dict:
 
 
 def suite_key(cell: dict) -> str:
-    from tlsaudit.domain.handshake_stats import suite_family
-
     family = suite_family(cell.get("suite")) or (cell.get("suite") or "default")
     return f"{family} ({cell.get('agents')} agents)"
 

@@ -16,6 +16,8 @@ from django.utils import timezone
 
 from tlsaudit.core import locks
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
+from tlsaudit.domain import abstats
+from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.loadtests import plans
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
@@ -295,8 +297,6 @@ def summarise(run: PerfRun) -> dict:
 
 def summary_for(kind: str, results: list[dict]) -> dict:
     if kind == PerfRun.Kind.HANDSHAKES:
-        from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
-
         cells = handshake_cells(results)
         summary = {"cells": cell_rows(cells), "versions": compare_versions(cells),
                    "resumption": compare_resumption(cells)}
@@ -317,8 +317,6 @@ def summary_of(run: PerfRun) -> dict:
 
 def measured_runs(results: list[dict]) -> list[dict]:
     """The ab-style runs a comparison may use: not warm-ups, not steps cut short by Stop or the deadline."""
-    from tlsaudit.domain import abstats
-
     return [{"mode": e["mode"], "level": e["level"], "scheme": e["scheme"], "repeat": e.get("repeat", 0),
              **abstats.run_figures(e["report"])}
             for e in results if "report" in e and not e.get("warmup") and not e["result"].get("cancelled")]
@@ -326,14 +324,10 @@ def measured_runs(results: list[dict]) -> list[dict]:
 
 def sweep_summary(results: list[dict]) -> dict:
     """Per mode: abstats' rows (signed overhead per level, with intervals) and the average row."""
-    from tlsaudit.domain import abstats
-
     return abstats.without_pairs(abstats.sweep_summary(measured_runs(results)))
 
 
 def load_summary(results: list[dict]) -> dict:
-    from tlsaudit.domain import abstats
-
     runs = measured_runs(results)
     return {"cell": abstats.cell_summary(runs)} if runs else {}
 

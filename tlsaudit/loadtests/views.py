@@ -17,7 +17,7 @@ from tlsaudit.loadtests import plans, presets, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.presenters import csv_tables, present_run
-from tlsaudit.sites.views import site_for
+from tlsaudit.orgs.access import site_for
 
 RUN_ACTION = "run_audits"
 

@@ -6,4 +6,5 @@ class MonitoringConfig(AppConfig):
     label = "monitoring"
 
     def ready(self):
+        # Lazy on purpose: the receivers import models, which exist only once the app registry is ready.
         from tlsaudit.monitoring import signals  # noqa: F401  (every new site gets a schedule)

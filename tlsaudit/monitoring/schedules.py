@@ -19,9 +19,12 @@ from django.db.models import Count, Max, OuterRef, Subquery
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
+from tlsaudit.audits.models import Audit
+from tlsaudit.audits.services import queue_audit
 from tlsaudit.core.queue import QueueUnavailable
 from tlsaudit.domain import nightly
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
+from tlsaudit.sites.models import Site
 
 RUN_TASK = "workers.tasks.schedule.run_scheduled_audit"
 _rng = random.SystemRandom()
@@ -168,10 +171,6 @@ def claim_run(site, run_date: date, *, caught_up: bool = False) -> ScheduledRun 
 def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool = False,
                   run_date: date | None = None) -> str:
     """Claim the site's run for the (UTC) date and queue its audit."""
-    from tlsaudit.audits.models import Audit
-    from tlsaudit.audits.services import queue_audit
-    from tlsaudit.sites.models import Site
-
     site = Site.objects.select_related("organization").filter(pk=site_id).first()
     if site is None:
         return "skipped"  # deleted since beat read its entry

@@ -4,9 +4,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from tlsaudit.domain import roles
+from tlsaudit.domain.text import expiry_words
 from tlsaudit.monitoring import history, schedules
 from tlsaudit.monitoring.forms import ScheduleForm, WindowForm
-from tlsaudit.sites.views import site_for
+from tlsaudit.monitoring.portfolio import expired_certificates, expiry_calendar, portfolio_rows, pq_summary, rows_html
+from tlsaudit.orgs.access import org_for, site_for
 
 
 @login_required
@@ -52,8 +54,6 @@ def site_schedule(request, org, pk):
 
 @login_required
 def portfolio(request, org):
-    from tlsaudit.orgs.access import org_for
-
     org = org_for(request, org)
     return render(request, "monitoring/portfolio.html", _portfolio_context(request, org))
 
@@ -61,14 +61,6 @@ def portfolio(request, org):
 def _portfolio_context(request, org, window_form=None):
     from django.utils import timezone
 
-    from tlsaudit.domain.text import expiry_words
-    from tlsaudit.monitoring.portfolio import (
-        expired_certificates,
-        expiry_calendar,
-        portfolio_rows,
-        pq_summary,
-        rows_html,
-    )
 
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     # A hand-edited grade_max the page does not offer filters nothing (the select shows "All").
@@ -92,8 +84,6 @@ def _portfolio_context(request, org, window_form=None):
 @require_POST
 def schedule_window(request, org):
     """Owners and admins set the hours in which the organization's scheduled audits start."""
-    from tlsaudit.orgs.access import org_for
-
     org = org_for(request, org, "manage_org")
     form = WindowForm(request.POST)
     if not form.is_valid():

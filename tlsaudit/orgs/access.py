@@ -6,9 +6,11 @@ nothing. A member whose role lacks the permission gets 403 (they can see the obj
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.shortcuts import get_object_or_404
 
 from tlsaudit.domain import roles
-from tlsaudit.orgs.models import Membership
+from tlsaudit.orgs.models import Membership, Organization
+from tlsaudit.sites.models import Site
 
 
 def org_for(request, slug: str, action: str = "view"):
@@ -25,6 +27,14 @@ def org_for(request, slug: str, action: str = "view"):
     return org
 
 
+def site_for(request, org_slug: str, pk: int, action: str = "view"):
+    """The organization `org_slug` (as org_for) and its site `pk`, or 404 / 403."""
+    org = org_for(request, org_slug, action)
+    site = get_object_or_404(Site, organization=org, pk=pk)
+    site.organization = org  # already loaded, with the user's role on it
+    return org, site
+
+
 def remember_org(user, org) -> None:
     if user.last_org_id != org.pk:
         user.last_org = org
@@ -32,6 +42,4 @@ def remember_org(user, org) -> None:
 
 
 def orgs_of(user):
-    from tlsaudit.orgs.models import Organization
-
     return Organization.objects.filter(memberships__user=user).order_by("name")

@@ -13,6 +13,8 @@ from tlsaudit.orgs import invitations
 from tlsaudit.orgs.access import org_for, remember_org
 from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
 from tlsaudit.orgs.models import Invitation, Membership, Organization
+from tlsaudit.reports.forms import BrandingForm
+from tlsaudit.reports.models import ReportBranding
 
 
 @login_required
@@ -47,9 +49,6 @@ def org_settings(request, org):
 
 
 def _members_context(request, org, **extra):
-    from tlsaudit.reports.forms import BrandingForm
-    from tlsaudit.reports.models import ReportBranding
-
     branding = ReportBranding.objects.filter(organization=org).first()
     return {
         "branding": branding,

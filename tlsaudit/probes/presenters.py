@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from tlsaudit.domain import stats
+from tlsaudit.domain.round_trips import rtt_note, with_round_trips
+from tlsaudit.probes.services import increase_of
 
 # The four columns of the seed's comparison, in its order.
 COLUMNS = (("http", "cold"), ("https", "cold"), ("http", "warm"), ("https", "warm"))
@@ -66,8 +68,6 @@ def round_trips(probe) -> dict | None:
     """The path's RTT (the probe's own TCP connects) and the network phases' medians as RTT multiples.
     Chromium's connect phase reads up to ~0.2 RTT short on cold loads (it opens the socket before the
     request's timing origin), which the note says; None for probes made before the RTT was measured."""
-    from tlsaudit.domain.round_trips import rtt_note, with_round_trips
-
     measured = (probe.result or {}).get("rtt")
     if measured is None:
         return None
@@ -156,8 +156,6 @@ def change_words(change: dict) -> str:
 def change_chart(probe) -> dict | None:
     """HTTPS against HTTP per timing metric, cold and warm: the Hodges-Lehmann estimate of the change
     over the page loads with its 95 % Mann-Whitney interval (negative: HTTPS faster)."""
-    from tlsaudit.probes.services import increase_of
-
     increase, summary = increase_of(probe), summary_of(probe)
     modes = [mode for mode in ("cold", "warm") if increase.get(mode)]
     if not modes:

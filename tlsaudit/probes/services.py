@@ -18,6 +18,7 @@ from tlsaudit.core import runners
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
+from tlsaudit.orgs.models import Organization
 from tlsaudit.probes.models import Probe
 
 PROBE_TASK = "workers.tasks.browser.run_probe"
@@ -85,8 +86,6 @@ def ensure_email_verified(user) -> None:
 
 def queue_probe(site, raw_params: dict, *, user) -> Probe:
     """Check everything, then create the queued probe and send it on commit (or ProbeRefused)."""
-    from tlsaudit.orgs.models import Organization
-
     ensure_email_verified(user)
     params = validate_params(raw_params)
     with transaction.atomic():

@@ -12,10 +12,10 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles
+from tlsaudit.orgs.access import site_for
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
 from tlsaudit.probes.presenters import csv_tables, present_probe
-from tlsaudit.sites.views import site_for
 
 RUN_ACTION = "run_audits"
 HISTORY = 20

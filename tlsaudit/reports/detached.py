@@ -10,6 +10,8 @@ from django.utils import timezone
 
 from tlsaudit.audits.models import Audit, AuditFinding
 from tlsaudit.audits.services import suite_row
+from tlsaudit.domain.hostnames import display_hostname
+from tlsaudit.sites.models import _origin
 
 
 class Rows(list):
@@ -49,8 +51,5 @@ def detached_audit(facts, report, duration_s: float) -> DetachedAudit:
 
 def detached_site(host: str, port: int):
     """What the site report template reads of a Site, for a host that is not stored."""
-    from tlsaudit.domain.hostnames import display_hostname
-    from tlsaudit.sites.models import _origin
-
     return SimpleNamespace(pk=None, hostname=host, https_port=port, name="",
                            display_origin=_origin(display_hostname(host), port))

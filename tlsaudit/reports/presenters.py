@@ -19,6 +19,11 @@ from django.utils.safestring import mark_safe
 
 from tlsaudit.audits.presenters import present_report
 from tlsaudit.domain.text import days_until, expiry_words
+from tlsaudit.loadtests import presenters as perf_presenters
+from tlsaudit.loadtests.models import PerfRun
+from tlsaudit.probes import presenters as probe_presenters
+from tlsaudit.probes.models import Probe
+from tlsaudit.reports.models import ReportBranding
 
 GRADE_ORDER = {"A+": 0, "A": 1, "A-": 2, "B": 3, "C": 4, "D": 5, "E": 6, "F": 7, "T": 8, "M": 9}
 PRINTABLE_CHARTS = ("bar", "line")
@@ -97,27 +102,19 @@ def scores_spec(scores: dict) -> dict:
 
 
 def latest_perf_run(site):
-    from tlsaudit.loadtests.models import PerfRun
-
     return PerfRun.objects.filter(site=site, status=PerfRun.Status.DONE).order_by("-created_at").first()
 
 
 def latest_probe(site):
-    from tlsaudit.probes.models import Probe
-
     return Probe.objects.filter(site=site, status=Probe.Status.DONE).order_by("-created_at").first()
 
 
 def perf_charts(run) -> list[dict]:
-    from tlsaudit.loadtests.presenters import charts_for
-
-    return charts_for(run) if run else []
+    return perf_presenters.charts_for(run) if run else []
 
 
 def probe_charts(probe) -> list[dict]:
-    from tlsaudit.probes.presenters import charts_for
-
-    return charts_for(probe) if probe and probe.result else []
+    return probe_presenters.charts_for(probe) if probe and probe.result else []
 
 
 def printable(charts: list[dict]) -> list[dict]:
@@ -138,8 +135,6 @@ def chart_specs(charts: list[dict]) -> list[dict]:
 
 
 def branding_of(org) -> dict:
-    from tlsaudit.reports.models import ReportBranding
-
     branding = ReportBranding.objects.filter(organization_id=org.pk).first() if org.pk else None
     return {"logo": branding.logo_data_uri if branding else "",
             "accent": branding.accent_color if branding else "#1f4e9c"}

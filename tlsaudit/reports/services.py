@@ -4,6 +4,7 @@ Celery task (workers/tasks/reports.py) and the CLI; nothing here imports Playwri
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from django.core.files.base import ContentFile
 from django.db import transaction
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.reports import presenters
+from tlsaudit.reports.detached import detached_audit, detached_site
 from tlsaudit.reports.models import Report
 
 RENDER_TASK = "workers.tasks.browser.render_report"
@@ -92,10 +94,6 @@ def count_pages(pdf: bytes) -> int:
 
 def one_off_html(facts, report, duration_s: float, org_name: str = "TLS Audit") -> str:
     """The site report of an audit that was never stored (`manage.py audit HOST --pdf FILE`)."""
-    from types import SimpleNamespace
-
-    from tlsaudit.reports.detached import detached_audit, detached_site
-
     org = SimpleNamespace(pk=None, name=org_name)
     site = detached_site(facts.host, facts.port)
     return render_with_assets("reports/site_report.html",

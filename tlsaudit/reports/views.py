@@ -6,11 +6,10 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
-from tlsaudit.orgs.access import org_for
+from tlsaudit.orgs.access import org_for, site_for
 from tlsaudit.reports import services
 from tlsaudit.reports.forms import BrandingForm
 from tlsaudit.reports.models import Report, ReportBranding
-from tlsaudit.sites.views import site_for
 
 
 @login_required

@@ -2,7 +2,7 @@ from django import forms
 from django.conf import settings
 
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port, parse_tags
-from tlsaudit.domain.netguard import parse_ip_literal
+from tlsaudit.domain.netguard import parse_ip_literal, refusal_reason
 from tlsaudit.sites.models import Site, Tag
 from workers.net.errors import PRIVATE_TARGET, TargetError
 from workers.net.target import resolve_target
@@ -71,8 +71,6 @@ class SiteForm(forms.ModelForm):
     def clean_pinned_ip(self):
         ip = self.cleaned_data.get("pinned_ip")
         if ip and not settings.ALLOW_PRIVATE_TARGETS:
-            from tlsaudit.domain.netguard import refusal_reason
-
             reason = refusal_reason(ip)
             if reason:
                 raise forms.ValidationError(f"{ip} cannot be audited: {reason}.")

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from tlsaudit.domain.netguard import parse_ip_literal
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
 
 CSV_COLUMNS = ["hostname", "https_port", "http_port", "pinned_ip", "name", "tags"]
@@ -33,8 +34,6 @@ def rows_from_lines(text: str) -> list[tuple[int, str, dict]]:
 
 def fields_of_line(line: str) -> dict:
     """The form data of one pasted line; a line with more than two words carries its own error."""
-    from tlsaudit.domain.netguard import parse_ip_literal
-
     words = line.split()
     shape = "a line is host[:port], then optionally a space and the IP to scan (a host name cannot contain spaces)"
     if len(words) > 2:

@@ -2,12 +2,16 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import F, Q, prefetch_related_objects
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from tlsaudit.audits.models import Audit
+from tlsaudit.audits.queries import UNSHOWN_FIELDS, listed
+from tlsaudit.audits.services import queue_audits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
-from tlsaudit.orgs.access import org_for
+from tlsaudit.monitoring.history import diff_between
+from tlsaudit.orgs.access import org_for, site_for
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
 from tlsaudit.sites.importer import import_sites, rejected_lines, rows_from_csv, rows_from_lines
 from tlsaudit.sites.models import Site
@@ -16,13 +20,6 @@ SORTS = {"host": "hostname", "-host": "-hostname", "name": "name", "-name": "-na
          "audited": F("last_audit_at").asc(nulls_first=True), "-audited": F("last_audit_at").desc(nulls_last=True),
          "added": "created_at", "-added": "-created_at", "port": "https_port", "-port": "-https_port"}
 PAGE_SIZE = 25
-
-
-def site_for(request, org_slug: str, pk: int, action: str = "view"):
-    org = org_for(request, org_slug, action)
-    site = get_object_or_404(Site, organization=org, pk=pk)
-    site.organization = org  # already loaded, with the user's role on it
-    return org, site
 
 
 @login_required
@@ -96,8 +93,6 @@ def site_delete(request, org, pk):
 
 @login_required
 def site_detail(request, org, pk):
-    from tlsaudit.audits.queries import listed
-
     org, site = site_for(request, org, pk)
     prefetch_related_objects([site], "tags")  # the header shows them; the site's other pages do not
     audits = list(listed(site.audits.all())[:20])
@@ -110,10 +105,6 @@ def site_detail(request, org, pk):
 
 def since_previous(site):
     """(previous, latest, diff) of the site's last two done audits when something changed, else None."""
-    from tlsaudit.audits.models import Audit
-    from tlsaudit.audits.queries import UNSHOWN_FIELDS
-    from tlsaudit.monitoring.history import diff_between
-
     last_two = list(Audit.objects.filter(site=site, status=Audit.Status.DONE).defer(*UNSHOWN_FIELDS)
                     .order_by("-finished_at", "-pk")[:2])
     if len(last_two) < 2:
@@ -149,8 +140,6 @@ def site_import(request, org):
 def site_audit_bulk(request, org):
     """"Audit selected" (the ticked rows) or "Audit all": one audit per site, as many clicks would, under the
     same permissions and rate limits (audits.services.queue_audits)."""
-    from tlsaudit.audits.services import queue_audits
-
     org = org_for(request, org, "run_audits")
     if not request.user.email_verified:
         messages.error(request, "Verify your email address before running audits: audits send traffic to the "

@@ -4,10 +4,11 @@ from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from tlsaudit.api.base import CsvListMixin, OrgView
-from tlsaudit.api.errors import BadQuery
+from tlsaudit.api.errors import BadQuery, Conflict, body_of
 from tlsaudit.api.logging import log
 from tlsaudit.api.pagination import ByName
 from tlsaudit.api.serializers import (
@@ -149,10 +150,6 @@ class SiteBulkCreate(OrgView):
         return Response({"created": created, "failed": len(results) - created, "results": results})
 
     def create_one(self, index: int, item: dict) -> dict:
-        from rest_framework.exceptions import ValidationError
-
-        from tlsaudit.api.errors import Conflict, body_of
-
         # One DNS lookup per item would make a 1,000-site import take minutes; the audit re-checks.
         writer = SiteWriteSerializer(data=item, context={"org": self.org, "check_dns": False})
         try:
