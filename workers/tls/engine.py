@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from sslyze import (
 from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts, ServerPreference
-from workers.tls import aia, clients, probes, sslyze_sockets, tls13
+from workers.tls import aia, clients, probes, revocation, sslyze_sockets, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -152,6 +152,9 @@ def run_scan(
         with scan.phase("aia"):
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
+        with scan.phase("revocation"):
+            check_revocations(facts, result, allow_private=allow_private, timeout=network_timeout,
+                              resolver=resolver, deadline=deadline)
         run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
@@ -307,6 +310,19 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
                                       resolver=resolver, deadline=deadline)
                  for raw, ours in zip(deployments, facts.certificates)]
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
+
+
+def check_revocations(facts: ScanFacts, result, *, allow_private: bool, timeout: float,
+                      resolver: tuple[str, int] | None = None, deadline: Deadline | None = None) -> None:
+    """Each leaf's revocation status (revocation.py), all of them within one short budget."""
+    attempt = result.scan_result.certificate_info
+    if not convert.completed(attempt):
+        return
+    limit = revocation.budget(deadline)
+    facts.certificates = [
+        replace(ours, revocation=revocation.check_revocation(
+            raw, allow_private=allow_private, timeout=timeout, deadline=limit, resolver=resolver))
+        for raw, ours in zip(attempt.result.certificate_deployments, facts.certificates)]
 
 
 @dataclass
