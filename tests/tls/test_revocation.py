@@ -252,6 +252,8 @@ def test_a_responder_that_hangs_costs_the_revocation_budget_and_no_more(s_server
     assert (revocation_.status, revocation_.why) == (NOT_TESTED, "timeout")
     assert revocation_.reason == "the OCSP responder timed out (revocation checks get 4 s in all)"
     assert outcome.timings["revocation"] < revocation.BUDGET_S + 1
+    # asked beside our own probes, it took no time from them
+    assert all(p.enforced is not None for p in outcome.facts.preferences.values())
 
 
 def test_a_stapled_response_answers_without_asking_anyone(s_server, lab):

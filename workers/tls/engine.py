@@ -27,7 +27,17 @@ from sslyze import (
 )
 from sslyze.scanner.scanner_observer import ScannerObserver
 
-from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts, ServerPreference
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    NOT_TESTED,
+    PQ_GROUPS,
+    CertificateDeployment,
+    Check,
+    Hsts,
+    PostQuantum,
+    ScanFacts,
+    ServerPreference,
+)
 from workers.tls import aia, clients, probes, revocation, sslyze_sockets, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
@@ -152,10 +162,12 @@ def run_scan(
         with scan.phase("aia"):
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
-        with scan.phase("revocation"):
-            check_revocations(facts, result, allow_private=allow_private, timeout=network_timeout,
-                              resolver=resolver, deadline=deadline)
-        run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+        # The CA's responder is another server: asked beside our probes, so a slow one takes no time from them.
+        with ThreadPoolExecutor(1, thread_name_prefix="revocation") as checker:
+            revoked = checker.submit(check_revocations, scan, facts, result, allow_private=allow_private,
+                                     timeout=network_timeout, resolver=resolver, deadline=deadline)
+            run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+            facts.certificates = revoked.result()
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
         facts.duration_s = round(scan.elapsed(), 3)
@@ -312,17 +324,19 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
 
 
-def check_revocations(facts: ScanFacts, result, *, allow_private: bool, timeout: float,
-                      resolver: tuple[str, int] | None = None, deadline: Deadline | None = None) -> None:
-    """Each leaf's revocation status (revocation.py), all of them within one short budget."""
+def check_revocations(scan: "_Scan", facts: ScanFacts, result, *, allow_private: bool, timeout: float,
+                      resolver: tuple[str, int] | None = None,
+                      deadline: Deadline | None = None) -> list[CertificateDeployment]:
+    """`facts.certificates` with each leaf's revocation status (revocation.py), all found within one
+    short budget."""
     attempt = result.scan_result.certificate_info
     if not convert.completed(attempt):
-        return
-    limit = revocation.budget(deadline)
-    facts.certificates = [
-        replace(ours, revocation=revocation.check_revocation(
-            raw, allow_private=allow_private, timeout=timeout, deadline=limit, resolver=resolver))
-        for raw, ours in zip(attempt.result.certificate_deployments, facts.certificates)]
+        return facts.certificates
+    with scan.phase("revocation"):
+        limit = revocation.budget(deadline)
+        return [replace(ours, revocation=revocation.check_revocation(
+                    raw, allow_private=allow_private, timeout=timeout, deadline=limit, resolver=resolver))
+                for raw, ours in zip(attempt.result.certificate_deployments, facts.certificates)]
 
 
 @dataclass

@@ -14,6 +14,7 @@ answer "not checked: the responder timed out", never a slow audit.
 from __future__ import annotations
 
 import datetime
+import logging
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -35,6 +36,8 @@ from workers.tls.certs import issued_by, signature_verifies
 from workers.tls.deadline import Deadline
 from workers.tls.errors import PRIVATE_TARGET, TargetError
 
+log = logging.getLogger(__name__)
+
 # All revocation fetches of one audit, together (a responder that hangs costs this much at most).
 BUDGET_S = 4.0
 MAX_OCSP_BYTES = 64 * 1024
@@ -52,6 +55,16 @@ def budget(within: Deadline | None) -> Deadline:
 def check_revocation(deployment, *, allow_private: bool, timeout: float, deadline: Deadline,
                      resolver: tuple[str, int] | None = None) -> Revocation:
     """The revocation status of one sslyze certificate deployment's leaf (see the module docstring)."""
+    try:
+        return find_status(deployment, allow_private=allow_private, timeout=timeout, deadline=deadline,
+                           resolver=resolver)
+    except Exception as exc:        # a CA's odd encoding (or our bug) must not lose a finished scan
+        log.exception("revocation check failed")
+        return not_checked("bad_response", f"the revocation answer could not be read ({type(exc).__name__}: {exc})")
+
+
+def find_status(deployment, *, allow_private: bool, timeout: float, deadline: Deadline,
+                resolver: tuple[str, int] | None) -> Revocation:
     chain = list(deployment.received_certificate_chain)
     leaf = chain[0]
     issuer = find_issuer(leaf, chain[1:] + _verified_chain(deployment))
