@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tests import hostile
+from tests.support.tls_servers import launch_nginx, nginx_conf, require_nginx, wait_for_ports
 from tlsaudit.audits.jsonreport import audit_json
 from tlsaudit.audits.textreport import render_text
 from tlsaudit.domain.audit_report import build_report
@@ -180,6 +181,10 @@ def audit(s_server, lab: Lab, name: str, *server_args: str):
     leaf = lab.leaves[name]
     port = s_server("-cert_chain", str(lab.intermediate_file), *server_args, send_intermediate=False,
                     cert=leaf.cert_file, key=leaf.key_file)
+    return audit_port(lab, port)
+
+
+def audit_port(lab: Lab, port: int):
     outcome = run_scan("localhost", port, ip="127.0.0.1", allow_private=True, network_timeout=2,
                        ca_file=str(lab.root_file))
     assert outcome.error is None, outcome.error
@@ -264,6 +269,38 @@ def test_a_stapled_response_answers_without_asking_anyone(s_server, lab):
     assert deployment.ocsp_stapled.status == "ok"
     assert (deployment.revocation.status, deployment.revocation.method) == (GOOD, STAPLED_OCSP)
     assert "revocation: good, according to the OCSP response the server staples" in reports(outcome.facts)[2]
+
+
+def test_nginx_stapling_from_a_file_answers_too(lab, tmp_path):
+    """nginx's `ssl_stapling_file` (no resolver needed): the response `openssl ocsp` gave, sent in the handshake."""
+    require_nginx()
+    leaf, port = lab.leaves["stapled"], free_port()
+    fullchain = tmp_path / "fullchain.pem"
+    fullchain.write_bytes(leaf.cert_file.read_bytes() + lab.intermediate_file.read_bytes())
+    block = f"""
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        access_log off;
+        ssl_certificate {fullchain};
+        ssl_certificate_key {leaf.key_file};
+        ssl_stapling on;
+        ssl_stapling_file {stapled_response(lab, leaf)};
+        location / {{ return 200 "stapled\\n"; }}
+    }}
+"""
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(nginx_conf(tmp_path, [block], workers=1))
+    process = launch_nginx(tmp_path, conf)
+    try:
+        wait_for_ports(process, [port], tmp_path / "error.log", timeout=10)
+        outcome = audit_port(lab, port)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    (deployment,) = outcome.facts.certificates
+    assert deployment.ocsp_stapled.status == "ok"
+    assert (deployment.revocation.status, deployment.revocation.method) == (GOOD, STAPLED_OCSP)
 
 
 def test_a_responder_or_crl_on_a_private_address_is_never_asked(lab):
