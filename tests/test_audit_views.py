@@ -1,11 +1,15 @@
 """The audit pages: who may start one, live progress by htmx polling, the report, failures."""
 
+from dataclasses import replace
+from datetime import datetime, timezone
+
 import pytest
 from django.urls import reverse
 
-from tests.domain.factories import make_facts
+from tests.domain.factories import deployment, make_facts
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
+from tlsaudit.domain.scanfacts import OCSP_RESPONDER, REVOKED, Revocation
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +103,16 @@ def test_the_report_explains_the_grade_and_the_fix(login, alice, site_a):
     assert 'id="scores-data"' in page  # chart data through json_script
     for section in ("mozilla", "protocols", "certificates", "findings", "recommendations"):
         assert f'data-testid="{section}"' in page, section
+
+
+def test_the_report_shows_a_revoked_certificate_and_its_t_grade(login, alice, site_a):
+    revoked = Revocation(REVOKED, method=OCSP_RESPONDER, source="http://ocsp.example/",
+                         revocation_reason="key_compromise", revoked_at=datetime(2026, 2, 27, 9, 30, tzinfo=timezone.utc))
+    audit = done_audit(site_a, cert=replace(deployment(), revocation=revoked))
+    page = login(alice).get(detail_url(audit)).content.decode()
+    assert 'data-testid="audit-grade">T<' in page
+    assert ('Revocation: <span class="bad">revoked on 2026-02-27 09:30 UTC (key compromise), according to the '
+            'OCSP responder http://ocsp.example/</span>') in page
 
 
 def test_a_failed_audit_says_what_went_wrong_and_offers_a_retry(login, alice, site_a,

@@ -8,7 +8,7 @@ from datetime import timedelta
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert
 from tests.domain.finding_rows import Row, finding, table_tests, with_deployment
 from tlsaudit.domain.findings import derive_findings
-from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check
+from tlsaudit.domain.scanfacts import BAD, CRL, GOOD, NOT_TESTED, OCSP_RESPONDER, REVOKED, UNKNOWN, Check, Revocation
 
 ROWS = [
     Row("cert.expired", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=400),
@@ -62,6 +62,14 @@ ROWS = [
     Row("cert.must_staple", make_facts(cert=deployment(must_staple=True)), "pass", "high", "must-staple and stapled"),
     Row("cert.sct", with_deployment(sct_count=0), "fail", "low", "0 SCTs"),
     Row("cert.ev", with_deployment(is_ev=True), "info", "info", "EV certificate for CN=localhost"),
+    Row("cert.revoked", with_deployment(revocation=Revocation(
+        REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise",
+        revoked_at=NOW - timedelta(days=1))), "fail", "critical",
+        "revoked on 2026-03-01 12:00 UTC (key compromise), according to the OCSP responder http://ocsp.test/"),
+    Row("cert.revoked", with_deployment(revocation=Revocation(REVOKED, method=CRL, source="http://crl.test/ca.crl")),
+        "fail", "critical", "revoked (no reason given), according to the CRL at http://crl.test/ca.crl"),
+    Row("cert.revoked", with_deployment(revocation=Revocation(GOOD, method=OCSP_RESPONDER, source="http://ocsp.test/")),
+        "pass", "critical", "good, according to the OCSP responder http://ocsp.test/"),
 ]
 
 NOT_TESTED_ROWS = [
@@ -73,6 +81,14 @@ NOT_TESTED_ROWS = [
     Row("cert.sct", with_deployment(sct_count=None), "not_tested"),
     Row("cert.untrusted", replace(make_facts(), errors={"certificate_info": "CONNECTIVITY_ISSUE"}, certificates=[]),
         "not_tested", evidence="CONNECTIVITY_ISSUE"),
+    Row("cert.revoked", with_deployment(revocation=Revocation(NOT_TESTED, why="timeout",
+                                                              reason="the OCSP responder timed out")),
+        "not_tested", evidence="the OCSP responder timed out"),
+    Row("cert.revoked", with_deployment(revocation=Revocation(UNKNOWN, method=OCSP_RESPONDER,
+                                                              reason="the OCSP responder does not know it")),
+        "not_tested", evidence="does not know it"),
+    # Audits stored before revocation was checked load without it, and say so.
+    Row("cert.revoked", make_facts(), "not_tested", evidence="made before revocation was checked"),
 ]
 
 

@@ -29,7 +29,7 @@ from tests.domain.factories import (
 )
 from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings
-from tlsaudit.domain.scanfacts import BAD, PQ_GROUPS, Check, PostQuantum, ScanFacts
+from tlsaudit.domain.scanfacts import BAD, CRL, PQ_GROUPS, REVOKED, Check, PostQuantum, Revocation, ScanFacts
 
 GOLDEN = Path(__file__).parent / "golden" / "findings.txt"
 
@@ -47,7 +47,9 @@ def wrecked_server() -> ScanFacts:
     cert = deployment(leaf, hostname_matches=False, trusted=False, error="self signed certificate",
                       chain_complete=False, chain_has_sha1=True, symantec_distrusted=True, must_staple=True,
                       ocsp_stapled=Check(BAD))
-    cert = replace(cert, chain_in_order=False, chain_has_anchor=True, sct_count=0, is_ev=True)
+    cert = replace(cert, chain_in_order=False, chain_has_anchor=True, sct_count=0, is_ev=True,
+                   revocation=Revocation(REVOKED, method=CRL, source="http://crl.old.example/ca.crl",
+                                         revocation_reason="superseded", revoked_at=NOW - timedelta(days=30)))
     facts = make_facts(protocols=protocols, suites=suites, cert=cert, hsts_valid=False,
                        preferences=[preference(p, enforced=False) for p in protocols[1:]],
                        heartbleed=BAD, ccs_injection=BAD, robot=Check(BAD, value="VULNERABLE_WEAK_ORACLE"),

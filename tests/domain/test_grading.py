@@ -33,7 +33,19 @@ from tlsaudit.domain.grading import (
     NotTested,
     grade,
 )
-from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, Check, ScanFacts
+from tlsaudit.domain.revocationwords import NOT_RECORDED
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    CRL,
+    GOOD,
+    NOT_TESTED,
+    OCSP_RESPONDER,
+    REVOKED,
+    UNKNOWN,
+    Check,
+    Revocation,
+    ScanFacts,
+)
 
 ALL_TLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 MODERN = ("TLSv1.2", "TLSv1.3")
@@ -212,6 +224,10 @@ ROWS = [
         "T", {"trust.sha1"}, ignoring="A+"),
     Row("distrusted Symantec root", make_facts(cert=deployment(symantec_distrusted=True)),
         "T", {"trust.symantec"}, ignoring="A+"),
+    Row("revoked leaf", make_facts(cert=replace(deployment(), revocation=Revocation(
+        REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise"))),
+        "T", {"trust.revoked"}, ignoring="A+"),
+    Row("leaf not revoked", make_facts(cert=replace(deployment(), revocation=Revocation(GOOD, method=CRL))), "A+"),
     Row("T wins over M",
         make_facts(cert=deployment(rsa_cert(san=("www.example.org",)), hostname_matches=False, trusted=False)),
         "T", {"trust.untrusted", "trust.hostname_mismatch"}, ignoring="A+"),
@@ -403,8 +419,8 @@ def test_the_unprobeable_rules_are_always_reported_not_tested():
     result = grade(make_facts())
 
     reported = {n.rule_id: n.reason for n in result.not_tested}
-    assert {"cap.ticketbleed", "cap.drown_shared_key", "cap.debian_weak_key", "trust.revoked"} <= set(reported)
-    assert reported["trust.revoked"] == UNDECIDABLE["trust.revoked"]
+    assert {"cap.ticketbleed", "cap.drown_shared_key", "cap.debian_weak_key"} <= set(reported)
+    assert reported["cap.ticketbleed"] == UNDECIDABLE["cap.ticketbleed"]
     # Without CBC suites on TLS the padding oracles cannot apply, so they are decided.
     assert "cap.poodle_tls" not in reported
     assert all(isinstance(n, NotTested) and n == (n.rule_id, n.reason) for n in result.not_tested)
@@ -440,3 +456,36 @@ def test_the_result_is_plain_json():
     heartbleed = {"rule_id": "cap.heartbleed", "reason": "The heartbleed check did not run (probe failed)"}
     assert heartbleed in data["not_tested"]
     assert data["grade"] == "B" and data["score"] == 91
+
+
+def test_a_revoked_leaf_grades_t_with_its_reason_and_keeps_the_letter_aside():
+    revoked = Revocation(REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/",
+                         revocation_reason="key_compromise", revoked_at=NOW - timedelta(days=1))
+    result = grade(make_facts(cert=replace(deployment(), revocation=revoked)))
+
+    assert (result.grade, result.grade_ignoring_trust) == ("T", "A+")
+    (issue,) = result.trust_issues
+    assert (issue.kind, issue.rule_id) == ("T", "trust.revoked")
+    assert issue.reason == ("The certificate for CN=localhost has been revoked on 2026-03-01 12:00 UTC (key "
+                            "compromise), according to the OCSP responder http://ocsp.test/")
+    assert result.improvements[0] == "Replace the revoked certificate: removes the T grade"
+
+
+@pytest.mark.parametrize("revocation, reason", [
+    (None, NOT_RECORDED),
+    (Revocation(NOT_TESTED, why="timeout", reason="the OCSP responder timed out"),
+     "not checked: the OCSP responder timed out"),
+    (Revocation(UNKNOWN, method=OCSP_RESPONDER, reason="the OCSP responder does not know this certificate"),
+     "unknown: the OCSP responder does not know this certificate"),
+])
+def test_a_revocation_status_that_is_neither_good_nor_revoked_is_reported_not_tested_with_why(revocation, reason):
+    result = grade(make_facts(cert=replace(deployment(), revocation=revocation)))
+
+    reported = {n.rule_id: n.reason for n in result.not_tested}
+    assert reported["trust.revoked"] == f"Revocation of CN=localhost: {reason}"
+    assert result.grade == "A+"
+
+
+def test_a_good_revocation_answer_decides_the_rule():
+    result = grade(make_facts(cert=replace(deployment(), revocation=Revocation(GOOD, method=OCSP_RESPONDER))))
+    assert "trust.revoked" not in {n.rule_id for n in result.not_tested}

@@ -54,7 +54,9 @@ def make_ca(name: str = "TLS Audit Test Root", key: str = "ec256", issuer: Issue
 
 
 def issue_leaf(issuer: Issued, dns: tuple[str, ...] = ("localhost",), ips: tuple[str, ...] = ("127.0.0.1",),
-               key: str = "rsa2048", days: int = 30, not_before: datetime | None = None) -> Issued:
+               key: str = "rsa2048", days: int = 30, not_before: datetime | None = None,
+               extensions: tuple[x509.ExtensionType, ...] = ()) -> Issued:
+    """`extensions`: more non-critical ones, e.g. AIA (OCSP responder) and CRL distribution points."""
     private_key = make_key(key)
     sans = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
     builder = (_base(_name(dns[0] if dns else "leaf"), issuer.cert.subject, private_key.public_key(), days, not_before)
@@ -65,6 +67,8 @@ def issue_leaf(issuer: Issued, dns: tuple[str, ...] = ("localhost",), ips: tuple
                                             encipher_only=False, decipher_only=False), critical=True)
                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
                .add_extension(x509.SubjectAlternativeName(sans), critical=False))
+    for extension in extensions:
+        builder = builder.add_extension(extension, critical=False)
     builder = _add_key_ids(builder, private_key, issuer)
     return Issued(builder.sign(issuer.key, hashes.SHA256()), private_key)
 

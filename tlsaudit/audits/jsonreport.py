@@ -9,6 +9,7 @@ they were); the rest carry every fact the report shows. A check that did not run
 from __future__ import annotations
 
 from tlsaudit.domain.ciphers import classify, strength_label
+from tlsaudit.domain.revocationwords import NOT_RECORDED, revocation_words
 from tlsaudit.domain.scanfacts import CHECK_NAMES, NOT_TESTED, PROTOCOLS, Check
 from tlsaudit.domain.trustwords import trust_error_words
 
@@ -118,10 +119,19 @@ def _deployment(d) -> dict:
                    trust_error_words(t.error)} for t in d.trust],
         "ocsp_stapled": _check(d.ocsp_stapled), "must_staple": d.must_staple,
         "sct_count": d.sct_count, "is_ev": d.is_ev,
-        "revocation": {"status": NOT_TESTED, "reason": "Revocation is not checked yet: only a stapled OCSP response "
-                                                       "is read (see ocsp_stapled)."},
+        "revocation": _revocation(d.revocation),
         "chain": [_certificate(c) for c in d.chain],
     }
+
+
+def _revocation(r) -> dict:
+    """status good / revoked / unknown / not_tested; `why` (a NOT_CHECKED_WHY code) and `reason` say why not."""
+    if r is None:
+        return {"status": NOT_TESTED, "method": "", "source": "", "why": "", "reason": NOT_RECORDED,
+                "revocation_reason": None, "revoked_at": None, "summary": NOT_RECORDED}
+    return {"status": r.status, "method": r.method, "source": r.source, "why": r.why, "reason": r.reason,
+            "revocation_reason": r.revocation_reason,
+            "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None, "summary": revocation_words(r)}
 
 
 def _certificate(c) -> dict:

@@ -4,7 +4,8 @@ from collections import OrderedDict
 
 from tlsaudit.audits.models import AuditFinding
 from tlsaudit.audits.services import suite_row
-from tlsaudit.domain.scanfacts import PROTOCOLS
+from tlsaudit.domain.revocationwords import revocation_words
+from tlsaudit.domain.scanfacts import NOT_TESTED, PROTOCOLS
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 STATUS_ORDER = {"fail": 0, "not_tested": 1, "info": 2, "pass": 3}
@@ -89,7 +90,9 @@ def _deployments(facts) -> list[dict]:
         out.append({"index": index, "chain": list(dep.chain), "trust": list(dep.trust),
                     "hostname_matches": dep.hostname_matches, "chain_complete": dep.chain_complete,
                     "chain_in_order": dep.chain_in_order, "ocsp": dep.ocsp_stapled, "must_staple": dep.must_staple,
-                    "sct_count": dep.sct_count, "leaf": dep.leaf})
+                    "sct_count": dep.sct_count, "leaf": dep.leaf,
+                    "revocation": dep.revocation.status if dep.revocation else NOT_TESTED,
+                    "revocation_words": revocation_words(dep.revocation)})
     return out
 
 

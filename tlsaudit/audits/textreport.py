@@ -1,6 +1,7 @@
 """A testssl-like plain-text report of one audit, for the CLI."""
 
 from tlsaudit.domain.ciphers import classify, strength_label
+from tlsaudit.domain.revocationwords import revocation_words
 from tlsaudit.domain.scanfacts import PROTOCOLS
 from tlsaudit.domain.trustwords import trust_summary
 
@@ -90,7 +91,8 @@ def _certificates(facts) -> list[str]:
         trusted = trust_summary(dep.trust) or "not checked"
         out += [f"   {leaf.subject}", f"     key {leaf.key_type} {leaf.key_bits}, signature {leaf.signature_hash},"
                 f" valid until {leaf.not_after:%Y-%m-%d}", f"     name matches: {dep.hostname_matches};"
-                f" chain complete: {dep.chain_complete}", f"     trust: {trusted}"]
+                f" chain complete: {dep.chain_complete}", f"     trust: {trusted}",
+                f"     revocation: {revocation_words(dep.revocation)}"]
     return out
 
 

@@ -17,7 +17,18 @@ from datetime import datetime, timezone
 from typing import NamedTuple
 
 from tlsaudit.domain.ciphers import SuiteInfo, classify, ephemeral_rsa_bits, rsa_equivalent_bits
-from tlsaudit.domain.scanfacts import BAD, PROTOCOLS, Certificate, CertificateDeployment, Check, CipherSuite, ScanFacts
+from tlsaudit.domain.revocationwords import NOT_RECORDED, revocation_words, revoked_words
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    GOOD,
+    PROTOCOLS,
+    REVOKED,
+    Certificate,
+    CertificateDeployment,
+    Check,
+    CipherSuite,
+    ScanFacts,
+)
 from tlsaudit.domain.trustwords import trust_error_words
 
 RULESET = "2009r"
@@ -123,7 +134,6 @@ UNDECIDABLE: dict[str, str] = {
                             "that uses the same RSA key",
     "cap.debian_weak_key": "Debian weak keys (2006-2008 OpenSSL bug) were not looked up: "
                            "we do not ship the blacklist",
-    "trust.revoked": "Revocation was not checked: the scanner does not query OCSP responders or CRLs",
 }
 _CBC_ORACLES = ("cap.poodle_tls", "cap.zombie_poodle", "cap.goldendoodle", "cap.sleeping_poodle",
                 "cap.cve_2016_2107", "cap.cve_2019_1559")
@@ -131,7 +141,7 @@ _CBC_ORACLES = ("cap.poodle_tls", "cap.zombie_poodle", "cap.goldendoodle", "cap.
 _PROTOCOL_RULES = {"SSLv2": "cap.sslv2", "SSLv3": "cap.sslv3", "TLSv1.0": "cap.tls10_11",
                    "TLSv1.1": "cap.tls10_11", "TLSv1.2": "cap.no_tls12", "TLSv1.3": "warn.no_tls13"}
 _CERTIFICATE_RULES = ("trust.untrusted", "trust.expired", "trust.not_yet_valid", "trust.self_signed",
-                      "trust.sha1", "trust.symantec", "trust.hostname_mismatch", "cap.incomplete_chain",
+                      "trust.sha1", "trust.symantec", "trust.revoked", "trust.hostname_mismatch", "cap.incomplete_chain",
                       "cap.md5_signature", "cap.rsa_exponent_1", "cap.weak_key", "cap.insecure_key")
 _CHECK_RULES = {"heartbleed": "cap.heartbleed", "ccs_injection": "cap.ccs_injection",
                 "robot": "cap.robot", "compression": "cap.compression"}
@@ -573,6 +583,9 @@ def _deployment_trust_issues(scan: _Scan, deployment: CertificateDeployment) -> 
     if deployment.symantec_distrusted:
         issues.append(TrustIssue("T", "trust.symantec", "The chain ends at a Symantec root that browsers "
                                                         "distrusted in 2018"))
+    if deployment.revocation is not None and deployment.revocation.status == REVOKED:
+        issues.append(TrustIssue("T", "trust.revoked", f"The certificate for {leaf.subject} has been "
+                                                       f"{revoked_words(deployment.revocation)}"))
     if not deployment.hostname_matches:
         issues.append(TrustIssue("M", "trust.hostname_mismatch",
                                  f"The certificate does not cover {scan.facts.host} "
@@ -696,7 +709,17 @@ def _untested_certificates(facts: ScanFacts) -> list[NotTested]:
         if deployment.symantec_distrusted is None:
             found.append(NotTested("trust.symantec", f"Symantec distrust of {subject} is unknown "
                                                      "(no verified chain)"))
+        found += _unknown_revocation(deployment)
     return found
+
+
+def _unknown_revocation(deployment: CertificateDeployment) -> list[NotTested]:
+    """Only a good or revoked answer decides trust.revoked; anything else says why it could not."""
+    revocation = deployment.revocation
+    if revocation is not None and revocation.status in (GOOD, REVOKED):
+        return []
+    words = NOT_RECORDED if revocation is None else revocation_words(revocation)
+    return [NotTested("trust.revoked", f"Revocation of {deployment.leaf.subject}: {words}")]
 
 
 def _unknown_key_sizes(scan: _Scan) -> list[NotTested]:

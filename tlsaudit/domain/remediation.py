@@ -25,6 +25,7 @@ from tlsaudit.domain.scanfacts import (
     BAD,
     NOT_TESTED,
     OK,
+    REVOKED,
     Certificate,
     CertificateDeployment,
     Check,
@@ -307,6 +308,8 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
         problems.append(f"it is signed with {leaf.signature_hash.upper()}")
     if dep.symantec_distrusted:
         problems.append("it chains to a distrusted Symantec root")
+    if dep.revocation is not None and dep.revocation.status == REVOKED:
+        problems.append("its CA has revoked it")
     if leaf.key_type == "RSA" and leaf.key_bits < 2048:
         problems.append(f"its RSA key has only {leaf.key_bits} bits")
     if leaf.key_type == "RSA" and leaf.rsa_exponent == 1:
@@ -336,7 +339,7 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
                "cert.untrusted", "cert.self_signed", "cert.sha1", "cert.md5", "cert.symantec", "cert.rsa_weak",
                "cert.rsa_exponent_1", "cert.ec_weak", "trust.expired", "trust.not_yet_valid",
                "trust.hostname_mismatch", "trust.untrusted", "trust.self_signed", "trust.sha1",
-               "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1"))
+               "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1", "cert.revoked", "trust.revoked"))
 
 
 def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:

@@ -93,6 +93,33 @@ class TrustResult:
         return self.trusted or "no matching subjectaltname" in text or text == "the certificate does not cover the host name"
 
 
+# Revocation statuses of a leaf (workers/tls/revocation.py).
+GOOD = "good"              # the CA says it is not revoked (OCSP "good", or absent from a current CRL)
+REVOKED = "revoked"
+UNKNOWN = "unknown"        # the OCSP responder answered but does not know this certificate
+# ... or NOT_TESTED, with `why` (one of NOT_CHECKED_WHY) and `reason` in words.
+# Who answered: the server's stapled response, the AIA responder, or the CRL.
+STAPLED_OCSP, OCSP_RESPONDER, CRL = "stapled OCSP", "OCSP", "CRL"
+NOT_CHECKED_WHY = ("no_url", "no_issuer", "unreachable", "blocked", "timeout", "bad_signature", "bad_response")
+
+
+@dataclass(frozen=True)
+class Revocation:
+    """Is the leaf revoked, as its CA answers: a stapled OCSP response, the AIA OCSP responder, or
+    (with no responder) the CRL from its distribution points."""
+    status: str                         # GOOD / REVOKED / UNKNOWN / NOT_TESTED
+    method: str = ""                    # "stapled OCSP" / "OCSP" / "CRL"; "" when nothing answered
+    source: str = ""                    # the responder or CRL URL asked ("" for a stapled response)
+    why: str = ""                       # NOT_TESTED: one of NOT_CHECKED_WHY
+    reason: str = ""                    # NOT_TESTED / UNKNOWN: why, in words
+    revocation_reason: str | None = None    # REVOKED: the CRLReason name ("key_compromise"), None = unspecified
+    revoked_at: datetime | None = None      # REVOKED: when the CA revoked it
+
+    @property
+    def checked(self) -> bool:
+        return self.status != NOT_TESTED
+
+
 @dataclass(frozen=True)
 class CertificateDeployment:
     """One leaf the server presents (RSA and ECDSA dual deployments give two)."""
@@ -108,6 +135,7 @@ class CertificateDeployment:
     must_staple: bool
     sct_count: int | None           # SCTs embedded in the leaf; None = unknown
     is_ev: bool = False
+    revocation: Revocation | None = None    # None = not checked (audits before revocation checks)
 
     @property
     def leaf(self) -> Certificate:
@@ -267,7 +295,15 @@ def _deployment(d: dict) -> CertificateDeployment:
     d["chain"] = tuple(_cert(c) for c in d["chain"])
     d["trust"] = tuple(TrustResult(**t) for t in d["trust"])
     d["ocsp_stapled"] = _check(d["ocsp_stapled"])
+    d["revocation"] = _revocation(d.get("revocation"))
     return CertificateDeployment(**d)
+
+
+def _revocation(d: dict | None) -> Revocation | None:
+    if not d:
+        return None
+    revoked_at = d.get("revoked_at")
+    return Revocation(**{**d, "revoked_at": datetime.fromisoformat(revoked_at) if revoked_at else None})
 
 
 def _decode_facts(data: dict) -> ScanFacts:

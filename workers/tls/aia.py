@@ -78,33 +78,46 @@ def ca_issuers_url(cert: x509.Certificate) -> str | None:
 
 def fetch_certificate(url: str, *, allow_private: bool, timeout: float,
                       resolver: tuple[str, int] | None = None, deadline: Deadline | None = None) -> x509.Certificate:
-    """HTTP/1.0 GET to the IP the guard approved (no second lookup), DER or PEM body; the exchange
-    within one connection's lifetime (and the audit's deadline): the URL is the certificate's, so
-    the server at the other end may be anyone's, trickling included."""
+    """The certificate at `url`, DER or PEM (see fetch_url for the guard and the limits)."""
+    body = fetch_url(url, allow_private=allow_private, timeout=timeout, resolver=resolver, deadline=deadline)
+    return x509.load_pem_x509_certificate(body) if body.lstrip().startswith(b"-----") \
+        else x509.load_der_x509_certificate(body)
+
+
+def fetch_url(url: str, *, allow_private: bool, timeout: float, resolver: tuple[str, int] | None = None,
+              deadline: Deadline | None = None, post: bytes | None = None, content_type: str = "",
+              max_bytes: int = MAX_CERT_BYTES) -> bytes:
+    """The body of a 200 answer to an HTTP/1.0 GET (or a POST of `post`) sent to the IP the guard
+    approved (no second lookup), at most `max_bytes`; the exchange within one connection's lifetime
+    (and the audit's deadline): the URL is a certificate's, so the server at the other end may be
+    anyone's, trickling included. Also the fetch of OCSP responses and CRLs (revocation.py)."""
     parts = urlsplit(url)
     limit = one_connection(timeout, deadline)
     target = resolve_target(parts.hostname or "", parts.port or 80, allow_private=allow_private,
                             timeout=max(0.1, min(timeout, limit.remaining())), resolver=resolver)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    request = f"GET {path} HTTP/1.0\r\nHost: {parts.netloc}\r\nUser-Agent: TLSAudit\r\n\r\n".encode("ascii")
+    method = "GET" if post is None else "POST"
+    head = f"{method} {path} HTTP/1.0\r\nHost: {parts.netloc}\r\nUser-Agent: TLSAudit\r\n"
+    if post is not None:
+        head += f"Content-Type: {content_type}\r\nContent-Length: {len(post)}\r\n"
+    request = (head + "\r\n").encode("ascii") + (post or b"")
     with limit.connect(target.ip, target.port, timeout) as sock:
         sock.sendall(request)
-        raw = read_limited(sock, MAX_CERT_BYTES + 4096)
+        raw = read_limited(sock, max_bytes + 4096)
     head, _, body = raw.partition(b"\r\n\r\n")
     if not head.split(b" ", 2)[1:2] == [b"200"]:
-        raise ValueError(f"AIA fetch answered {head[:40]!r}")
-    return x509.load_pem_x509_certificate(body) if body.lstrip().startswith(b"-----") \
-        else x509.load_der_x509_certificate(body)
+        raise ValueError(f"{parts.netloc} answered {head[:40]!r}")
+    return body
 
 
 def read_limited(sock: socket.socket, limit: int) -> bytes:
-    data = b""
+    data = bytearray()
     while len(data) < limit:
-        chunk = sock.recv(8192)
+        chunk = sock.recv(65536)
         if not chunk:
-            return data
+            return bytes(data)
         data += chunk
-    raise ValueError("AIA response too large")
+    raise ValueError(f"the response is larger than {limit} bytes")
 
 
 def revalidate(deployment, chain: list[x509.Certificate], hostname: str, url: str) -> tuple[TrustResult, ...]:

@@ -115,11 +115,22 @@ def _legacy_signature_verifies(cert: x509.Certificate, issuer: x509.Certificate)
     """verify_directly_issued_by refuses SHA-1; a SHA-1 leaf signed by a root is still *issued* by it,
     and calling it "intermediate missing" would send the owner looking for the wrong fix."""
     try:
-        key, algorithm = issuer.public_key(), cert.signature_hash_algorithm
+        algorithm = cert.signature_hash_algorithm
+    except Exception:               # an algorithm even the primitives lack
+        return False
+    return signature_verifies(issuer.public_key(), cert.signature, cert.tbs_certificate_bytes, algorithm)
+
+
+def signature_verifies(key, signature: bytes, data: bytes, algorithm) -> bool:
+    """Does `key` (RSA PKCS#1 v1.5, ECDSA, Ed25519/Ed448) sign `data` with `signature`? Also for OCSP
+    responses (revocation.py), which cryptography parses but does not verify."""
+    try:
         if isinstance(key, rsa.RSAPublicKey):
-            key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), algorithm)
+            key.verify(signature, data, padding.PKCS1v15(), algorithm)
         elif isinstance(key, ec.EllipticCurvePublicKey):
-            key.verify(cert.signature, cert.tbs_certificate_bytes, ec.ECDSA(algorithm))
+            key.verify(signature, data, ec.ECDSA(algorithm))
+        elif isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
+            key.verify(signature, data)
         else:
             return False
         return True

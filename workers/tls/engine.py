@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -27,10 +27,20 @@ from sslyze import (
 )
 from sslyze.scanner.scanner_observer import ScannerObserver
 
-from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, PQ_GROUPS, Check, Hsts, PostQuantum, ScanFacts, ServerPreference
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    NOT_TESTED,
+    PQ_GROUPS,
+    CertificateDeployment,
+    Check,
+    Hsts,
+    PostQuantum,
+    ScanFacts,
+    ServerPreference,
+)
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, outcomes, probes, sslyze_sockets, tls13
+from workers.tls import aia, clients, outcomes, probes, revocation, sslyze_sockets, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -151,7 +161,12 @@ def run_scan(
         with scan.phase("aia"):
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
-        run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+        # The CA's responder is another server: asked beside our probes, so a slow one takes no time from them.
+        with ThreadPoolExecutor(1, thread_name_prefix="revocation") as checker:
+            revoked = checker.submit(check_revocations, scan, facts, result, allow_private=allow_private,
+                                     timeout=network_timeout, resolver=resolver, deadline=deadline)
+            run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+            facts.certificates = revoked.result()
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
         facts.duration_s = round(scan.elapsed(), 3)
@@ -306,6 +321,21 @@ def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: f
                                       resolver=resolver, deadline=deadline)
                  for raw, ours in zip(deployments, facts.certificates)]
     facts.certificates = [aia.unknown_if_root_missing(raw, ours) for raw, ours in zip(deployments, completed)]
+
+
+def check_revocations(scan: "_Scan", facts: ScanFacts, result, *, allow_private: bool, timeout: float,
+                      resolver: tuple[str, int] | None = None,
+                      deadline: Deadline | None = None) -> list[CertificateDeployment]:
+    """`facts.certificates` with each leaf's revocation status (revocation.py), all found within one
+    short budget."""
+    attempt = result.scan_result.certificate_info
+    if not convert.completed(attempt):
+        return facts.certificates
+    with scan.phase("revocation"):
+        limit = revocation.budget(deadline)
+        return [replace(ours, revocation=revocation.check_revocation(
+                    raw, allow_private=allow_private, timeout=timeout, deadline=limit, resolver=resolver))
+                for raw, ours in zip(attempt.result.certificate_deployments, facts.certificates)]
 
 
 @dataclass

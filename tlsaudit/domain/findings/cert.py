@@ -7,7 +7,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from tlsaudit.domain.findings.registry import SEVERITIES, Context, Outcome, aware, fail, info, ok, rule, untested
-from tlsaudit.domain.scanfacts import NOT_TESTED, OK, Certificate, CertificateDeployment, ScanFacts
+from tlsaudit.domain.revocationwords import revocation_words
+from tlsaudit.domain.scanfacts import GOOD, NOT_TESTED, OK, REVOKED, Certificate, CertificateDeployment, ScanFacts
 from tlsaudit.domain.trustwords import trust_error_words, trust_summary
 
 MAX_CERT_LIFETIME_DAYS = 398      # CA/B Forum limit for certificates issued since 2020-09-01
@@ -268,6 +269,19 @@ def cert_symantec(ctx: Context, dep: CertificateDeployment) -> Outcome:
         return untested("the verified chain was not available")
     return fail(f"chain anchored in a distrusted Symantec root (issuer {dep.leaf.issuer})") \
         if dep.symantec_distrusted else ok("not a Symantec chain")
+
+
+@rule("cert.revoked", "critical", "Certificate revoked", "Certificate not revoked",
+      "The certificate's CA has revoked it (usually because its key leaked or it was issued in error), "
+      "so browsers that check revocation refuse it. SSL Labs grades a revoked certificate T. Get a new "
+      "certificate with a new key.", over=each_deployment)
+def cert_revoked(ctx: Context, dep: CertificateDeployment) -> Outcome:
+    revocation = dep.revocation
+    if revocation is None:
+        return untested("this audit was made before revocation was checked")
+    if revocation.status in (REVOKED, GOOD):
+        return (fail if revocation.status == REVOKED else ok)(revocation_words(revocation))
+    return untested(revocation.reason)
 
 
 @rule("cert.ocsp_stapling", "low", "OCSP stapling not enabled", "OCSP stapling enabled",
