@@ -32,7 +32,7 @@ PAGE_SIZE = 100
 # The expiry card lists this many certificates by name and counts the rest per week: with 90-day
 # certificates nearly every site of a large portfolio expires within the calendar's 90 days.
 EXPIRED_LISTED = 50
-CALENDAR_LISTED = 200
+CALENDAR_LISTED = 100
 
 
 @dataclass
