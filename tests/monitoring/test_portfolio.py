@@ -36,7 +36,7 @@ def test_it_lists_sites_worst_first_with_trend_and_days_to_expiry(login, alice, 
     assert rows_of(response) == [("worse.example.com", "B", "down", 60), ("good.example.com", "A+", "up", 20),
                                  ("new.example.com", "", "", None)]
     calendar = response.context["calendar"]
-    assert [(week.isoformat(), [r.site.hostname for r in rs]) for week, rs in calendar] == [
+    assert [(week.monday.isoformat(), [r.site.hostname for r in week.rows]) for week in calendar] == [
         ("2026-03-16", ["good.example.com"]), ("2026-04-27", ["worse.example.com"])]
     assert "↓" in response.content.decode()
 
@@ -105,7 +105,7 @@ def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(log
     assert hosts[0] == "down.example.com" and hosts[-1] == "new.example.com"
     assert dict((r[0], r[3]) for r in rows_of(response))["lapsed.example.com"] == -31
     assert [r.site.hostname for r, _ in response.context["expired"]] == ["lapsed.example.com"]
-    assert [[r.site.hostname for r in rs] for _, rs in response.context["calendar"]] == [["soon.example.com"]]
+    assert [[r.site.hostname for r in week.rows] for week in response.context["calendar"]] == [["soon.example.com"]]
     page = response.content.decode()
     calendar = page[page.index('data-testid="expiry-calendar"'):page.index('data-testid="window-card"')]
     assert "lapsed.example.com" in calendar and "expired 31 days ago" in calendar and "None." not in calendar
@@ -147,3 +147,81 @@ def test_the_grade_or_worse_filter_agrees_with_the_api_grade_max(login, alice, o
     assert [r[0] for r in rows_of(client.get(url(org_a, grade_max="T")))] == ["m.example", "t.example"]
     assert [r[0] for r in rows_of(client.get(url(org_a, grade="B", grade_max="A+")))] == ["b.example"]
     assert len(rows_of(client.get(url(org_a, grade_max="bogus")))) == 8  # unknown: no filter, "All" shown
+
+
+# ---- 10,000-site portfolios (#16 item 5): one page of the table, counted summaries --------------------
+
+def worst_first_oracle(site):
+    """The order the page promises, written plainly: down sites, then grades worst to best, then never
+    audited; by hostname within each."""
+    from tlsaudit.domain.diff import rank
+    if not site.last_grade and site.last_audit_status == "failed":
+        return (0, 0, site.hostname)
+    if site.last_grade:
+        return (1, -rank(site.last_grade), site.hostname)
+    return (2, 0, site.hostname)
+
+
+def test_postgresql_orders_the_pages_as_the_worst_first_rule_and_the_pager_keeps_the_filters(login, alice, org_a):
+    """Given 250 sites in every state (grades incl. T and M, down, never audited, an unknown grade
+    written by hand), the three pages of 100 put together are the oracle's order, no site twice."""
+    from tlsaudit.monitoring.portfolio import PAGE_SIZE
+    grades = ("A+", "A", "A-", "B", "C", "D", "E", "F", "T", "M", "", "Z")
+    tag = Tag.objects.create(organization=org_a, name="eu")
+    for i in range(250):
+        grade = grades[(i * 7) % len(grades)]
+        site = Site.objects.create(organization=org_a, hostname=f"h{(i * 37) % 250:03d}.example", last_grade=grade,
+                                   last_audit_status="failed" if not grade and i % 2 else "")
+        if i % 5 == 0:
+            site.tags.add(tag)
+    client = login(alice)
+    seen = []
+    for number in (1, 2, 3):
+        response = client.get(url(org_a, page=number))
+        seen += [r.site for r in response.context["rows"]]
+    assert len(seen) == 250 == len({s.pk for s in seen})
+    assert [s.pk for s in seen] == [s.pk for s in sorted(Site.objects.filter(organization=org_a),
+                                                          key=lambda s: (worst_first_oracle(s), s.pk))]
+    first = client.get(url(org_a, grade_max="B")).content.decode()
+    pager = first[first.index('data-testid="portfolio-pager"'):]
+    assert "grade_max=B&amp;page=2" in pager and f"Sites 1–{PAGE_SIZE} of" in pager
+    assert len(client.get(url(org_a, tag="eu")).context["rows"]) == 50  # one page, no pager needed
+    assert 'data-testid="portfolio-pager"' not in client.get(url(org_a, tag="eu")).content.decode()
+    # A page number out of range or not a number shows the last or the first page, never an error.
+    assert client.get(url(org_a, page=99)).context["page"].number == 3
+    assert client.get(url(org_a, page="x")).context["page"].number == 1
+
+
+def test_the_pq_count_covers_every_page_not_only_the_one_shown(login, alice, org_a):
+    from tlsaudit.monitoring.portfolio import PAGE_SIZE
+    for i in range(PAGE_SIZE + 20):
+        Site.objects.create(organization=org_a, hostname=f"s{i:03d}.example", last_grade="A",
+                            pq_ready=True if i % 3 == 0 else None if i % 3 == 1 else False)
+    page = login(alice).get(url(org_a)).content.decode()
+    assert f"PQ-ready: 40 of {PAGE_SIZE + 20} sites (40 not tested)" in page
+
+
+def test_a_crowded_expiry_card_names_the_soonest_and_counts_every_week(login, alice, org_a,
+                                                                     django_assert_max_num_queries):
+    """Given more expired and expiring certificates than the card lists, it names the longest expired
+    and the soonest expiring, and says how many more there are, per week (none is lost)."""
+    from tlsaudit.monitoring import portfolio as module
+    lapsed = [Site(organization=org_a, hostname=f"old{i:03d}.example", last_grade="A",
+                   cert_expires_at=NOW - timedelta(days=1 + i)) for i in range(module.EXPIRED_LISTED + 7)]
+    coming = [Site(organization=org_a, hostname=f"new{i:03d}.example", last_grade="A",
+                   cert_expires_at=NOW + timedelta(hours=6 + 3 * i)) for i in range(module.CALENDAR_LISTED + 30)]
+    Site.objects.bulk_create(lapsed + coming)
+    client = login(alice)
+    client.get(url(org_a))  # the session's first queries
+    with time_machine.travel(NOW, tick=False), django_assert_max_num_queries(11):  # + the per-week counts
+        response = client.get(url(org_a))
+    expired = [r.site.hostname for r, _ in response.context["expired"]]
+    assert len(expired) == module.EXPIRED_LISTED and expired[0] == f"old{module.EXPIRED_LISTED + 6:03d}.example"
+    assert response.context["folio"].expired_more == 7
+    weeks = response.context["calendar"]
+    assert sum(w.count for w in weeks) == module.CALENDAR_LISTED + 30
+    assert sum(len(w.rows) for w in weeks) == module.CALENDAR_LISTED
+    listed = [r.site.hostname for w in weeks for r in w.rows]
+    assert listed == [f"new{i:03d}.example" for i in range(module.CALENDAR_LISTED)]
+    page = response.content.decode()
+    assert "and 7 more expired certificates" in page and "more this week" in page

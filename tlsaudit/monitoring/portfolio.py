@@ -1,15 +1,24 @@
 """The organization portfolio: every site's grade, trend and certificate expiry in a constant
 number of queries. The trend and the expiry come from the site's denormalised columns
 (latest_score, previous_score, cert_expires_at, kept by audits.services.update_site_summary),
-so the page never reads the audit history."""
+so the page never reads the audit history.
+
+An agency's portfolio runs to 10,000 sites (#16): the table is one page of PAGE_SIZE rows ordered
+worst first by PostgreSQL, the counts (sites, PQ-ready) are one aggregate, and the expiry lists
+show the soonest certificates with the rest counted, so the page costs the same at 30 sites and
+at 10,000."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from datetime import timezone as dt_timezone
 from html import escape
 
+from django.core.paginator import Page, Paginator
+from django.db.models import Case, Count, IntegerField, Q, QuerySet, Value, When
+from django.db.models.functions import TruncWeek
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import mark_safe
@@ -19,6 +28,11 @@ from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.sites.models import Site
 
 CALENDAR_DAYS = 90
+PAGE_SIZE = 100
+# The expiry card lists this many certificates by name and counts the rest per week: with 90-day
+# certificates nearly every site of a large portfolio expires within the calendar's 90 days.
+EXPIRED_LISTED = 50
+CALENDAR_LISTED = 100
 
 
 @dataclass
@@ -33,10 +47,61 @@ class Row:
     expires_day: str = ""       # "Mon 2026-12-07", for the expiry calendar
 
 
+@dataclass
+class Week:
+    monday: date
+    rows: list[Row]
+    count: int                  # certificates expiring that week, listed or not
+
+    @property
+    def more(self) -> int:
+        return self.count - len(self.rows)
+
+
+@dataclass
+class Portfolio:
+    page: Page                  # the table's page of Rows, worst first
+    total: int
+    pq_ready: int
+    pq_untested: int
+    expired: list[Row]          # the longest expired first, at most EXPIRED_LISTED
+    expired_count: int
+    calendar: list[Week]
+
+    @property
+    def rows(self) -> list[Row]:
+        return self.page.object_list
+
+    @property
+    def expired_more(self) -> int:
+        return self.expired_count - len(self.expired)
+
+
+def portfolio(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: str = "",
+              page: str | int | None = None) -> Portfolio:
+    """The table's page and the cards' summaries over every site that matches the filters."""
+    sites = matching_sites(org, tag=tag, grade=grade, grade_max=grade_max)
+    counts = sites.aggregate(n_total=Count("pk"), n_ready=Count("pk", filter=Q(pq_ready=True)),
+                             n_untested=Count("pk", filter=Q(pq_ready__isnull=True)),
+                             n_expired=Count("pk", filter=Q(cert_expires_at__lt=now)))
+    paginator = Paginator(worst_first_in_sql(sites), PAGE_SIZE)
+    paginator.count = counts["n_total"]  # already counted by the aggregate: no second COUNT(*)
+    table = paginator.get_page(page)
+    table.object_list = build_rows(list(table.object_list), org, now, with_tags=True)
+    expired, coming = soonest_expiries(sites, org, now)
+    return Portfolio(page=table, total=counts["n_total"], pq_ready=counts["n_ready"],
+                     pq_untested=counts["n_untested"], expired=expired, expired_count=counts["n_expired"],
+                     calendar=expiry_weeks(coming, sites, now))
+
+
 def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: str = "") -> list[Row]:
-    """Every matching site with its trend and expiry, worst first. Links, tag names and dates are
-    prepared here: rendered per row in the template, they took most of the page's time.
-    `grade` matches exactly; `grade_max` keeps that grade or worse, as the API's parameters do."""
+    """Every matching site as a Row, worst first (the whole portfolio: for tests and small callers)."""
+    sites = worst_first_in_sql(matching_sites(org, tag=tag, grade=grade, grade_max=grade_max))
+    return build_rows(list(sites), org, now, with_tags=True)
+
+
+def matching_sites(org, *, tag: str = "", grade: str = "", grade_max: str = "") -> QuerySet:
+    """`grade` matches exactly; `grade_max` keeps that grade or worse, as the API's parameters do."""
     sites = Site.objects.filter(organization=org)
     if tag:
         sites = sites.filter(tags__name=tag)
@@ -44,8 +109,23 @@ def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_
         sites = sites.filter(last_grade=grade)
     if grade_max in GRADE_ORDER:
         sites = sites.filter(last_grade__in=grades_at_or_below(grade_max))
-    sites = list(sites)
-    tags = tag_names([s.pk for s in sites])
+    return sites
+
+
+def worst_first_in_sql(sites: QuerySet) -> QuerySet:
+    """Down sites first, then grades from worst to best, then sites never audited (nothing to fix
+    yet); by hostname within a grade. Computed by PostgreSQL, so that only one page of sites is read."""
+    tier = Case(When(Q(last_grade="") & Q(last_audit_status="failed"), then=Value(0)),
+                When(~Q(last_grade=""), then=Value(1)), default=Value(2), output_field=IntegerField())
+    by_rank = Case(*(When(last_grade=g, then=Value(-rank(g))) for g in GRADE_ORDER),
+                   default=Value(-len(GRADE_ORDER)), output_field=IntegerField())
+    return sites.annotate(_tier=tier, _rank=by_rank).order_by("_tier", "_rank", "hostname", "pk")
+
+
+def build_rows(sites: list[Site], org, now: datetime, *, with_tags: bool = False) -> list[Row]:
+    """Links, tag names and dates are prepared here: rendered per row in the template, they took
+    most of the page's time."""
+    tags = tag_names([s.pk for s in sites]) if with_tags else {}
     link = reverse("monitoring:history", args=[org.slug, 0]).replace("/0/", "/{}/")
     rows = []
     for site in sites:
@@ -55,7 +135,7 @@ def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_
                         days_left=days_until(expires, now), url=link.format(site.pk),
                         tags=tags.get(site.pk, []), audited=stamp(site.last_audit_at),
                         expires_day=timezone.localtime(expires).strftime("%a %Y-%m-%d") if expires else ""))
-    return sorted(rows, key=worst_first)
+    return rows
 
 
 def tag_names(site_ids: list[int]) -> dict[int, list[str]]:
@@ -106,27 +186,15 @@ PQ_CELLS = {True: "yes", False: "no", None: "–"}
 PQ_DATA = {True: "ready", False: "no", None: "untested"}
 
 
-def pq_summary(rows: list[Row]) -> str:
+def pq_summary(ready: int, untested: int, total: int) -> str:
     """'PQ-ready: 12 of 40 sites' (and how many were never probed, which are not counted as 'no')."""
-    ready = sum(1 for r in rows if r.site.pq_ready)
-    untested = sum(1 for r in rows if r.site.pq_ready is None)
-    text = f"PQ-ready: {ready} of {len(rows)} site{'s' if len(rows) != 1 else ''}"
+    text = f"PQ-ready: {ready} of {total} site{'s' if total != 1 else ''}"
     return text + (f" ({untested} not tested)" if untested else "")
 
 
 def is_down(site: Site) -> bool:
     """The last audit failed (no TLS answer, refused, timed out): no grade, and worse than an F."""
     return not site.last_grade and site.last_audit_status == "failed"
-
-
-def worst_first(row: Row):
-    """Down sites first, then grades from worst to best, then sites never audited (nothing to fix yet)."""
-    site = row.site
-    if is_down(site):
-        return (0, 0, site.hostname)
-    if site.last_grade:
-        return (1, -rank(site.last_grade), site.hostname)
-    return (2, 0, site.hostname)
 
 
 def trend(new: int | None, old: int | None) -> str:
@@ -136,17 +204,35 @@ def trend(new: int | None, old: int | None) -> str:
     return "up" if new > old else "down" if new < old else "same"
 
 
-def expired_certificates(rows: list[Row], now: datetime) -> list[Row]:
-    """Certificates already past their expiry, the longest expired first: they lead the calendar."""
-    return sorted((r for r in rows if r.expires and r.expires < now), key=lambda r: r.expires)
-
-
-def expiry_calendar(rows: list[Row], now: datetime) -> list[tuple[date, list[Row]]]:
-    """Certificates expiring within CALENDAR_DAYS, grouped by the Monday of their week (the expired
-    ones are listed apart, by expired_certificates)."""
+def soonest_expiries(sites: QuerySet, org, now: datetime) -> tuple[list[Row], list[Row]]:
+    """The longest expired (at most EXPIRED_LISTED) and the soonest to expire within CALENDAR_DAYS
+    (at most CALENDAR_LISTED + 1, to tell whether there are more), in one query."""
     horizon = now + timedelta(days=CALENDAR_DAYS)
+    expired = sites.filter(cert_expires_at__lt=now).order_by("cert_expires_at", "pk")[:EXPIRED_LISTED]
+    coming = (sites.filter(cert_expires_at__gte=now, cert_expires_at__lte=horizon)
+              .order_by("cert_expires_at", "pk")[:CALENDAR_LISTED + 1])
+    both = sorted(expired.union(coming, all=True), key=lambda site: (site.cert_expires_at, site.pk))
+    rows = build_rows(both, org, now)
+    return [r for r in rows if r.expires < now], [r for r in rows if r.expires >= now]
+
+
+def expiry_weeks(coming: list[Row], sites: QuerySet, now: datetime) -> list[Week]:
+    """Certificates expiring within CALENDAR_DAYS, grouped by the Monday of their week, the soonest
+    CALENDAR_LISTED by name and every week's full count (the expired ones are listed apart)."""
+    listed, counts = coming[:CALENDAR_LISTED], None
+    if len(coming) > CALENDAR_LISTED:  # more than the card names: count every week in SQL
+        horizon = now + timedelta(days=CALENDAR_DAYS)
+        per_week = (sites.filter(cert_expires_at__gte=now, cert_expires_at__lte=horizon)
+                    .annotate(week=TruncWeek("cert_expires_at", tzinfo=dt_timezone.utc)).values("week"))
+        counts = {row["week"].date(): row["n"] for row in per_week.annotate(n=Count("pk")).order_by()}
     weeks = defaultdict(list)
-    for row in sorted((r for r in rows if r.expires and now <= r.expires <= horizon), key=lambda r: r.expires):
-        day = row.expires.date()
-        weeks[day - timedelta(days=day.weekday())].append(row)
-    return sorted(weeks.items())
+    for row in listed:
+        weeks[monday_of(row.expires)].append(row)
+    if counts is None:
+        counts = {monday: len(rows) for monday, rows in weeks.items()}
+    return [Week(monday, weeks.get(monday, []), n) for monday, n in sorted(counts.items())]
+
+
+def monday_of(moment: datetime) -> date:
+    day = moment.astimezone(dt_timezone.utc).date()
+    return day - timedelta(days=day.weekday())

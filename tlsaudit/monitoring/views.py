@@ -1,13 +1,16 @@
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from tlsaudit.domain import roles
 from tlsaudit.domain.text import expiry_words
 from tlsaudit.monitoring import history, schedules
+from tlsaudit.monitoring import portfolio as folios
 from tlsaudit.monitoring.forms import ScheduleForm, WindowForm
-from tlsaudit.monitoring.portfolio import expired_certificates, expiry_calendar, portfolio_rows, pq_summary, rows_html
 from tlsaudit.orgs.access import org_for, site_for
 
 
@@ -59,20 +62,17 @@ def portfolio(request, org):
 
 
 def _portfolio_context(request, org, window_form=None):
-    from django.utils import timezone
-
-
     tag, grade = request.GET.get("tag", ""), request.GET.get("grade", "")
     # A hand-edited grade_max the page does not offer filters nothing (the select shows "All").
     grade_max = request.GET.get("grade_max", "") if request.GET.get("grade_max") in GRADES else ""
-    now = timezone.now()
-    rows = portfolio_rows(org, now, tag=tag, grade=grade, grade_max=grade_max)
+    folio = folios.portfolio(org, timezone.now(), tag=tag, grade=grade, grade_max=grade_max, page=request.GET.get("page"))
     policy = schedules.policy_with_load(org)
     if window_form is None:
         window_form = WindowForm(initial={"start": policy.window_start_hour, "end": policy.window_end_hour})
-    return {"org": org, "rows": rows, "row_html": rows_html(rows), "calendar": expiry_calendar(rows, now),
-            "expired": [(r, expiry_words(r.days_left)) for r in expired_certificates(rows, now)],
-            "pq_summary": pq_summary(rows),
+    return {"org": org, "folio": folio, "page": folio.page, "rows": folio.rows, "row_html": folios.rows_html(folio.rows),
+            "calendar": folio.calendar, "expired": [(r, expiry_words(r.days_left)) for r in folio.expired],
+            "pq_summary": folios.pq_summary(folio.pq_ready, folio.pq_untested, folio.total),
+            "filters": urlencode({k: v for k, v in (("tag", tag), ("grade", grade), ("grade_max", grade_max)) if v}),
             "tag": tag, "grade": grade, "grade_max": grade_max,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
             "window_verdict": schedules.window_verdict(policy),

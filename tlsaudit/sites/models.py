@@ -49,7 +49,9 @@ class Site(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["organization", "hostname", "https_port"], name="unique_site_per_org"),
         ]
-        indexes = [models.Index(fields=["organization", "hostname"])]
+        # (organization, cert_expires_at): the portfolio's expiry card reads the soonest expiries (#16).
+        indexes = [models.Index(fields=["organization", "hostname"]),
+                   models.Index(fields=["organization", "cert_expires_at"], name="site_org_expiry")]
         ordering = ["hostname", "https_port"]
 
     def __str__(self):
