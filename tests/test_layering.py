@@ -71,3 +71,128 @@ def test_the_shared_network_package_imports_only_domain():
     for path in modules_under("workers/net"):
         bad = {n for n in imports_of(path) if not n.startswith(("tlsaudit.domain", "workers.net"))}
         assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The whole import graph of our modules, lazy imports included (#20): a function-level import is an arrow
+# like any other, so it can make a cycle or let the web process reach an engine just as well.
+
+LAZY_IMPORT_BUDGET = 30
+UPWARD = ("workers.tls", "workers.load", "workers.browser", "workers.tasks")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def our_modules() -> dict[str, Path]:
+    return {module_name(p): p for folder in OURS for p in modules_under(folder) if "migrations" not in p.parts}
+
+
+def nearest_module(name: str, known) -> str | None:
+    """`tlsaudit.sites.models.Site` -> `tlsaudit.sites.models`: the longest prefix that is one of our modules."""
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imported_names(node, module: str, path: Path) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level == 0:
+        return [f"{node.module}.{alias.name}" for alias in node.names]
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = package[:len(package) - node.level + 1] + ([node.module] if node.module else [])
+    return [".".join(base + [alias.name]) for alias in node.names]
+
+
+def function_body_nodes(tree) -> set[int]:
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            inside |= {id(sub) for sub in ast.walk(node) if sub is not node}
+    return inside
+
+
+def import_arrows():
+    """(importer, imported, lazy, path, line) for every import of one of our modules by another."""
+    known = our_modules()
+    for module, path in known.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        inside = function_body_nodes(tree)
+        for node in ast.walk(tree):
+            for name in imported_names(node, module, path):
+                target = nearest_module(name, known) if name.split(".")[0] in OURS else None
+                if target and target != module:
+                    yield module, target, id(node) in inside, path, node
+
+
+def cycles(arrows) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative enough for our depth)."""
+    graph: dict[str, set[str]] = {}
+    for source, target in arrows:
+        graph.setdefault(source, set()).add(target)
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_cycles_finder_finds_a_known_cycle():
+    assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
+    assert cycles([("a", "b"), ("b", "c")]) == []
+
+
+def test_no_import_cycles_among_our_modules_lazy_imports_included():
+    found = cycles((source, target) for source, target, *_ in import_arrows())
+    assert found == [], f"import cycles: {found}"
+
+
+def test_web_apps_never_import_engines_or_tasks_not_even_lazily():
+    """Only the CLIs (management commands) and the demo run engines inside the web tree on purpose."""
+    bad = [f"{path.relative_to(ROOT)}:{node.lineno} imports {target}"
+           for source, target, _, path, node in import_arrows()
+           if source.startswith("tlsaudit.") and target.startswith(UPWARD)
+           and ".management." not in source and not source.startswith("tlsaudit.demo")]
+    assert bad == [], "\n".join(bad)
+
+
+def commented(lines: list[str], node) -> bool:
+    """A comment on the import's own lines or on the line just above it."""
+    span = lines[node.lineno - 2:(node.end_lineno or node.lineno)]
+    return any("#" in line for line in span)
+
+
+def test_function_level_imports_are_few_and_each_says_why():
+    lazy = [(path, node) for _, _, is_lazy, path, node in import_arrows() if is_lazy]
+    unique = {(str(path), node.lineno): node for path, node in lazy}
+    silent = sorted(f"{path.relative_to(ROOT)}:{node.lineno}" for path, node in lazy
+                    if not commented(path.read_text().splitlines(), node))
+    assert len(unique) <= LAZY_IMPORT_BUDGET, f"{len(unique)} imports of our modules inside functions"
+    assert silent == [], "function-level imports without a comment saying why:\n" + "\n".join(silent)
