@@ -3,8 +3,8 @@
 import os
 import sys
 
-# Commands that test one target and print: they sign nothing, serve no page and need no secret.
-ONE_TARGET_COMMANDS = frozenset({"audit", "loadtest", "overhead", "handshakes", "probe"})
+from tlsaudit.core.standalone import ONE_TARGET_COMMANDS, run_standalone, runs_standalone
+
 # Asking for help (of any command, or the list of them) reads no secret either.
 HELP_WORDS = frozenset({"help", "--help", "-h", "version", "--version"})
 
@@ -13,8 +13,6 @@ def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
     if len(sys.argv) < 2 or sys.argv[1] in ONE_TARGET_COMMANDS | HELP_WORDS:
         allow_without_deployment_settings()
-    from tlsaudit.core.standalone import run_standalone, runs_standalone
-
     if runs_standalone(sys.argv):  # audit/loadtest/overhead/handshakes: no app registry needed
         run_standalone(sys.argv)
         return

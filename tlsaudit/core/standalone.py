@@ -22,6 +22,9 @@ import importlib
 import os
 import sys
 
+# Commands that test one target and print (tlsaudit/core/management/base.py): they sign nothing, serve
+# no page and need no secret, so manage.py runs them without a deployment's settings.
+ONE_TARGET_COMMANDS = frozenset({"audit", "loadtest", "overhead", "handshakes", "probe"})
 # command -> the app package that holds it (Django finds commands through the app registry,
 # which is exactly what is not loaded here).
 STANDALONE_COMMANDS = {"audit": "tlsaudit.audits", "loadtest": "tlsaudit.loadtests",
@@ -64,7 +67,8 @@ def run_lean(argv: list[str]) -> None:
 
 
 def command_base() -> type:
-    """The base class of the load commands: LeanCommand in a lean process, else Django's BaseCommand."""
+    """The parent of TargetCommand (tlsaudit/core/management/base.py), chosen when that module is first
+    imported: LeanCommand in a lean process (run_lean marks it before the import), else BaseCommand."""
     if _lean:
         return LeanCommand
     from django.core.management.base import BaseCommand

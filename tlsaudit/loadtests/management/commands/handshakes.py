@@ -14,18 +14,23 @@ CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The tar
 guard like `audit`.
 """
 
-import json
-import sys
 import time
 
-from tlsaudit.core.standalone import command_base, setting
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
+from tlsaudit.core.management.base import TargetCommand, parse_ca_file, parse_int, parse_ip, reach
+from tlsaudit.core.standalone import setting
+from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
-from tlsaudit.loadtests.management.commands.loadtest import parse_ca_file
+from workers.load.handshake import (
+    TLS13_STANDARD_SUITES,
+    HandshakeError,
+    handshake_matrix,
+    iana_name,
+    openssl_name,
+    suite_version,
+)
 
-EXIT_OK, EXIT_FAILED = 0, 2
 MAX_DEADLINE_S = 3600
 STALL_MARGIN_S = 5.0
 MAX_AGENTS = 200
@@ -37,13 +42,13 @@ KNOWN_VERSIONS = ("1.2", "1.3")
 COLUMNS = ("version", "suite", "agents", "runs", "n", "median", "95 % interval", "mean", "hs/s", "failures")
 
 
-class Command(command_base()):
+class Command(TargetCommand):
     help = "Time TLS 1.2 vs 1.3 full handshakes per cipher suite and concurrency (text table, or JSON)."
-    requires_system_checks = []
+    engine_argument_errors = (HandshakeError,)
 
     def add_arguments(self, parser):
         parser.add_argument("target", nargs="?", default="", help="HOST or HOST:PORT (default port 443)")
-        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
+        self.add_ip_argument(parser)
         parser.add_argument("--versions", default="1.2,1.3", help="comma-separated: 1.2,1.3 (default %(default)s)")
         parser.add_argument("--suites", default="",
                             help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
@@ -54,69 +59,46 @@ class Command(command_base()):
                             help="rounds of every cell after the warm-up (default %(default)s; 1 = no interval)")
         parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")
         parser.add_argument("--timeout", default="10", help="seconds per connection (default %(default)s)")
-        parser.add_argument("--ca-file", help="verify the certificate against this PEM CA file (plus system roots)")
-        parser.add_argument("--insecure", action="store_true",
-                            help="do not verify the certificate (the default, like ab; exclusive with --ca-file)")
+        self.add_ca_file_argument(parser)
+        self.add_insecure_argument(parser)
         parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
                             help="end with an error if the matrix is not done after this many seconds "
                                  "(default %(default)s)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        self.add_json_argument(parser)
 
-    def handle(self, *args, **options):
-        self.as_json = options["json"]
-        started = time.monotonic()
-        try:
-            plan = parse_arguments(options)
-        except ValueError as exc:
-            return self.fail("invalid_argument", str(exc))
-        from workers.load.handshake import HandshakeError, handshake_matrix  # engines load only for this command
-        from workers.net.errors import TargetError
-        from workers.net.target import resolve_target
-        from workers.tls.reach import engine_preflight
+    def parse(self, options):
+        return parse_arguments(options)
 
-        try:
-            target = resolve_target(plan["host"], plan["port"], pinned_ip=plan["ip"],
-                                    allow_private=setting("ALLOW_PRIVATE_TARGETS"))
-        except TargetError as exc:
-            return self.fail(exc.code, exc.message, host=plan["host"], port=plan["port"])
-        problem = engine_preflight(target.ip, target.port, target.host, setting("SCAN_NETWORK_TIMEOUT"))
-        if problem is not None:
-            return self.fail(problem.code, problem.message, host=target.host, port=target.port, ip=target.ip)
+    def run(self, plan):
+        target, error = reach(plan["host"], plan["port"], plan["ip"])
+        if target is None:
+            self.fail(error.code, error.message, host=plan["host"], port=plan["port"])
+        if error is not None:
+            self.fail(error.code, error.message, host=target.host, port=target.port, ip=target.ip)
         stall_s = max(float(setting("LOAD_STALL_SECONDS")), plan["timeout"] + STALL_MARGIN_S)
         startup = startup_s()
-        progress = Progress.for_command(self, self.as_json, unit="handshakes")
-        try:
-            cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
-                                     suites=plan["suites"], agents_levels=plan["agents"],
-                                     per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
-                                     repeats=plan["repeats"], ca_file=plan["ca_file"],
-                                     insecure=plan["ca_file"] is None, on_progress=progress,
-                                     deadline_s=max(0.001, started + plan["deadline"] - time.monotonic()),
-                                     stall_s=stall_s)
-        except HandshakeError as exc:
-            return self.fail("invalid_argument", str(exc))
+        progress = self.progress(unit="handshakes")
+        cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
+                                 suites=plan["suites"], agents_levels=plan["agents"],
+                                 per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
+                                 repeats=plan["repeats"], ca_file=plan["ca_file"],
+                                 insecure=plan["ca_file"] is None, on_progress=progress,
+                                 deadline_s=max(0.001, self.started + plan["deadline"] - time.monotonic()),
+                                 stall_s=stall_s)
         progress.finish(sum(c.get("count") or 0 for c in cells))   # timed ones (failures and priming aside)
         ended = ended_early(cells, target, plan["deadline"], stall_s)
         if ended is not None:
-            return self.fail(*ended, host=target.host, port=target.port, ip=target.ip,
-                             cells=[without_histograms(c) for c in cells])
+            self.fail(*ended, host=target.host, port=target.port, ip=target.ip,
+                      cells=[without_histograms(c) for c in cells])
         measured = [c for c in cells if not c.get("warmup")]
         if not any(c.get("count") for c in measured):
-            return self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
-                             ip=target.ip, cells=[without_histograms(c) for c in cells])
+            self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
+                      ip=target.ip, cells=[without_histograms(c) for c in cells])
         report = {"host": target.host, "port": target.port, "ip": target.ip, "repeats": plan["repeats"],
                   "verified": plan["ca_file"] is not None, "startup_s": startup,
                   "cells": [without_histograms(c) for c in cells], "summary": cell_rows(measured),
                   "tls13_vs_tls12": compare_versions(measured), "resumption": compare_resumption(measured)}
-        self.stdout.write(json.dumps(report, indent=2) if self.as_json else render_table(report))
-        sys.exit(EXIT_OK)
-
-    def fail(self, code: str, message: str, **extra):
-        if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
-        else:
-            self.stderr.write(f"handshakes failed: {failure_text(code, message)}")
-        sys.exit(EXIT_FAILED)
+        self.finish(report if self.as_json else render_table(report))
 
 
 def parse_arguments(options) -> dict:
@@ -155,31 +137,8 @@ def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
     return items
 
 
-def parse_int(text, option: str, low: int, high: int) -> int:
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{option}: {text!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise ValueError(f"{option} must be between {low} and {high}, got {value}")
-    return value
-
-
-def parse_ip(text):
-    if not text:
-        return None
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(text).compressed
-    except ValueError:
-        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
-
-
 def check_suites(suites: list[str], versions: list[str]) -> None:
     """Known names only, and each must belong to one of the asked versions (no silent no-op)."""
-    from workers.load.handshake import TLS13_STANDARD_SUITES, HandshakeError, iana_name, openssl_name, suite_version
-
     for suite in suites:
         version = suite_version(iana_name(suite))
         try:

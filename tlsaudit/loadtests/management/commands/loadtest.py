@@ -17,20 +17,26 @@ last two, the partial "report". The target passes the SSRF guard like `audit`.
 
 from __future__ import annotations
 
-import ipaddress
-import json
-import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 from urllib.parse import urlsplit
 
-from tlsaudit.core.standalone import command_base, setting
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
+from tlsaudit.core.management.base import (
+    UNREACHABLE,
+    TargetCommand,
+    parse_ca_file,
+    parse_int,
+    parse_ip,
+    pin_target,
+    preflight,
+)
+from tlsaudit.core.standalone import setting
+from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from workers.load.client import LoadError, run_load
+from workers.load.spec import LoadSpec
 
-EXIT_OK, EXIT_FAILED = 0, 2
 MAX_REQUESTS = 1_000_000          # the CLI is a measuring tool, not a flood tool
 MAX_CONCURRENCY = 1_000
 MAX_TIMEOUT_S = 300
@@ -44,13 +50,13 @@ DEADLINE_AFTER_TIME_LIMIT_S = 30  # with -t, the default deadline leaves this mu
 STALL_MARGIN_S = 5.0              # the stall bound is at least one request timeout and this
 
 
-class Command(command_base()):
+class Command(TargetCommand):
     help = "Load-test one URL like ApacheBench (ab): n requests over c connections, new or kept-alive."
-    requires_system_checks = []
+    engine_argument_errors = (LoadError,)
 
     def add_arguments(self, parser):
         parser.add_argument("url", nargs="?", default="", help="http(s)://HOST[:PORT]/PATH")
-        add_target_arguments(parser)
+        add_target_arguments(self, parser)
         parser.add_argument("-n", dest="requests", default=None,
                             help=f"number of requests (default {DEFAULT_REQUESTS}; with -t: an upper bound, "
                                  f"default {AB_TIME_LIMIT_REQUESTS})")
@@ -58,9 +64,8 @@ class Command(command_base()):
         parser.add_argument("-t", dest="time_limit", default=None, help="stop after this many seconds")
         parser.add_argument("-H", dest="headers", action="append", default=[],
                             help="extra header 'Name: value' (repeatable; replaces ours of the same name)")
-        parser.add_argument("--ca-file", help="verify the certificate against this PEM CA file (plus system roots)")
-        parser.add_argument("--insecure", action="store_true",
-                            help="do not verify the certificate (the default, like ab; exclusive with --ca-file)")
+        self.add_ca_file_argument(parser)
+        self.add_insecure_argument(parser)
         parser.add_argument("-f", "--tls-version", dest="tls_version", default=None, help="force TLS 1.2 or 1.3")
         parser.add_argument("-Z", "--ciphers", dest="ciphers", default=None,
                             help="OpenSSL cipher string for TLS <= 1.2")
@@ -68,53 +73,44 @@ class Command(command_base()):
                             help=f"run it this many times after a discarded warm-up and give the median rate with "
                                  f"its 95 %% interval (default 1: one run, like ab; at most {MAX_REPEATS})")
 
-    def handle(self, *args, **options):
-        self.as_json = options["json"]
-        started = time.monotonic()
-        try:
-            spec = parse_loadtest(options)
-            deadline_s = parse_deadline(options, spec.time_limit_s)
-        except ValueError as exc:
-            return fail(self, "invalid_argument", str(exc))
-        spec, error = pin_target(spec)
-        if error is None:
-            error = preflight(spec)
-        if error is not None:
-            return fail(self, error.code, error.message, host=spec.host, port=spec.port)
-        from workers.load.client import LoadError, run_load  # the engine loads only for this command
+    def parse(self, options):
+        spec = parse_loadtest(options)
+        repeats = parse_int(options.get("repeats") or 1, "--repeats", 1, MAX_REPEATS)
+        return spec, parse_deadline(options, spec.time_limit_s), repeats
 
+    def run(self, plan):
+        spec, deadline_s, repeats = plan
+        try:
+            target = pin_target(spec.host, spec.port, spec.ip)
+        except UNREACHABLE as exc:
+            self.fail(exc.code, exc.message, host=spec.host, port=spec.port)
+        spec = replace(spec, host=target.host, ip=target.ip)
+        error = preflight(spec.host, spec.ip, spec.port, tls=spec.scheme == "https")
+        if error is not None:
+            self.fail(error.code, error.message, host=spec.host, port=spec.port)
         startup = startup_s()
-        progress = Progress.for_command(self, self.as_json)
 
         def cut_short(result: dict):
             return ended_early(result, spec.time_limit_s, deadline_s)
 
-        try:
-            reports, ended = run_repeats(run_load, spec, options["_repeats"], progress, started + deadline_s,
-                                         cut_short)
-        except LoadError as exc:
-            return fail(self, "invalid_argument", str(exc))
+        reports, ended = run_repeats(run_load, spec, repeats, self.progress(), self.started + deadline_s, cut_short)
         report = typical(reports)
         if nothing_connected(report):
-            return fail(self, "no_connection", no_connection_message(report), host=spec.host, port=spec.port,
-                        ip=spec.ip, errors=report["errors"])
+            self.fail("no_connection", no_connection_message(report), host=spec.host, port=spec.port,
+                      ip=spec.ip, errors=report["errors"])
         if ended is not None:
-            return fail(self, *ended, host=spec.host, port=spec.port, ip=spec.ip, report=report)
+            self.fail(*ended, host=spec.host, port=spec.port, ip=spec.ip, report=report)
         cell = cell_summary([run_figures(r) for r in reports])
         if self.as_json:
-            self.stdout.write(json.dumps({**cli_json(spec, report), "startup_s": startup, "repeats": len(reports),
-                                          "summary": cell, "runs": [run_figures(r) for r in reports]}, indent=2))
-        else:
-            self.stdout.write(ab_text(report) + repeats_text(cell, len(reports)) + startup_text(startup))
-        sys.exit(EXIT_OK)
+            self.finish({**cli_json(spec, report), "startup_s": startup, "repeats": len(reports),
+                         "summary": cell, "runs": [run_figures(r) for r in reports]})
+        self.finish(ab_text(report) + repeats_text(cell, len(reports)) + startup_text(startup))
 
 
 def run_repeats(run_load, spec, repeats: int, progress, deadline: float, cut_short) -> tuple[list[dict], tuple | None]:
     """One run like ab; with more repeats, a discarded warm-up first, then the runs back to back, each within
     what is left of `deadline` (a time.monotonic() instant). Returns the measured runs' reports and, when
     `cut_short(result)` says the stall bound or the deadline ended a run, its (code, message): no run follows."""
-    from dataclasses import replace
-
     queue = ([replace(spec, requests=max(spec.concurrency, min(spec.requests, WARMUP_REQUESTS)))] if repeats > 1
              else []) + [spec] * repeats
     total, done, reports, ended = sum(s.requests for s in queue), 0, [], None
@@ -160,8 +156,8 @@ def startup_text(startup) -> str:
 # Shared with `overhead`
 
 
-def add_target_arguments(parser) -> None:
-    parser.add_argument("--ip", help="connect to this IP instead of resolving the host")
+def add_target_arguments(command, parser) -> None:
+    command.add_ip_argument(parser, help="connect to this IP instead of resolving the host")
     parser.add_argument("--deadline", default=None,
                         help=f"end with an error if the run is not done after this many seconds (default "
                              f"{setting('CLI_DEADLINE_SECONDS')}; with -t, -t + {DEADLINE_AFTER_TIME_LIMIT_S})")
@@ -171,29 +167,7 @@ def add_target_arguments(parser) -> None:
     parser.add_argument("--processes", default="auto",
                         help=f"OS processes to spread the load over (1-{MAX_PROCESSES}; default auto: one per "
                              f"core this process may use, at most one per 8 connections)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def fail(command, code: str, message: str, **extra):
-    if command.as_json:
-        command.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
-    else:
-        command.stderr.write(f"{command_name(command)} failed: {failure_text(code, message)}")
-    sys.exit(EXIT_FAILED)
-
-
-def command_name(command) -> str:
-    return command.__module__.rsplit(".", 1)[-1]
-
-
-def parse_int(text, option: str, low: int, high: int) -> int:
-    try:
-        value = int(str(text).strip())
-    except ValueError:
-        raise ValueError(f"{option}: {text!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise ValueError(f"{option} must be between {low} and {high}, got {value}")
-    return value
+    command.add_json_argument(parser)
 
 
 def parse_seconds(text, option: str, high: float) -> float:
@@ -206,15 +180,6 @@ def parse_seconds(text, option: str, high: float) -> float:
     return value
 
 
-def parse_ip(text) -> str | None:
-    if not text:
-        return None
-    try:
-        return ipaddress.ip_address(str(text).strip()).compressed
-    except ValueError:
-        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
-
-
 def parse_header(text: str) -> tuple[str, str]:
     name, sep, value = text.partition(":")
     if not sep or not name.strip() or any(c.isspace() for c in name.strip()):
@@ -222,23 +187,6 @@ def parse_header(text: str) -> tuple[str, str]:
     if any(c in text for c in "\r\n\0"):
         raise ValueError(f"-H: {text!r} contains a line break or NUL")
     return name.strip(), value.strip()
-
-
-def parse_ca_file(ca_file: str | None, insecure: bool) -> str | None:
-    if ca_file and insecure:
-        raise ValueError("--ca-file and --insecure exclude each other: verify against a CA, or don't verify")
-    if not ca_file:
-        return None
-    path = Path(ca_file)
-    if not path.is_file():
-        raise ValueError(f"--ca-file: {ca_file} does not exist")
-    try:
-        head = path.read_bytes()[:1_000_000]
-    except OSError as exc:
-        raise ValueError(f"--ca-file: {ca_file} cannot be read ({exc.strerror})") from None
-    if b"-----BEGIN CERTIFICATE-----" not in head:
-        raise ValueError(f"--ca-file: {ca_file} is not a PEM certificate file")
-    return str(path)
 
 
 def parse_url(url: str) -> tuple[str, str, int, str]:
@@ -263,7 +211,7 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
 
 
 def parse_common(options) -> dict:
-    return {"ip": parse_ip(options.get("ip")), "keepalive": bool(options.get("keepalive")),
+    return {"ip": parse_ip(options.get("ip"), strip=True), "keepalive": bool(options.get("keepalive")),
             "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
             "processes": parse_processes(options["processes"])}
 
@@ -276,8 +224,6 @@ def parse_processes(text) -> int:
 
 
 def parse_loadtest(options):
-    from workers.load.spec import LoadSpec
-
     scheme, host, port, path = parse_url(options["url"])
     time_limit = parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S) if options["time_limit"] else None
     default_n = AB_TIME_LIMIT_REQUESTS if time_limit else DEFAULT_REQUESTS
@@ -295,26 +241,10 @@ def parse_loadtest(options):
     ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
     if ca_file and scheme != "https":
         raise ValueError("--ca-file applies to https:// URLs only")
-    options["_repeats"] = parse_int(options.get("repeats") or 1, "--repeats", 1, MAX_REPEATS)
     return LoadSpec(scheme=scheme, host=host, port=port, path=path, requests=requests, concurrency=concurrency,
                     time_limit_s=time_limit, headers=tuple(parse_header(h) for h in options["headers"]),
                     ca_file=ca_file, insecure=ca_file is None, tls_version=tls_version,
                     ciphers=options.get("ciphers") or None, **parse_common(options))
-
-
-def pin_target(spec):
-    """Resolve once and pin the checked IP; (spec, None) or (spec, TargetError) when refused."""
-    from dataclasses import replace
-
-    from workers.net.errors import TargetError
-    from workers.net.target import resolve_target
-
-    try:
-        target = resolve_target(spec.host, spec.port, pinned_ip=spec.ip,
-                                allow_private=setting("ALLOW_PRIVATE_TARGETS"))
-    except TargetError as exc:
-        return spec, exc
-    return replace(spec, host=target.host, ip=target.ip), None
 
 
 def parse_deadline(options, time_limit_s: float | None = None) -> float:
@@ -324,13 +254,6 @@ def parse_deadline(options, time_limit_s: float | None = None) -> float:
     if time_limit_s:
         return time_limit_s + DEADLINE_AFTER_TIME_LIMIT_S
     return float(setting("CLI_DEADLINE_SECONDS"))
-
-
-def preflight(spec):
-    """The app's pre-flight (one TLS handshake, or a TCP connect for http://): a TargetError, or None."""
-    from workers.tls.reach import engine_preflight
-
-    return engine_preflight(spec.ip, spec.port, spec.host, setting("SCAN_NETWORK_TIMEOUT"), tls=spec.scheme == "https")
 
 
 def stall_after(timeout_s: float) -> float:

@@ -16,36 +16,31 @@ pre-flight, or when a run stalled or the sweep was not done by its deadline (as 
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from dataclasses import replace
 
-from tlsaudit.core.standalone import command_base
+from tlsaudit.core.management.base import UNREACHABLE, TargetCommand, parse_int, pin_target, preflight
 from tlsaudit.core.terminal import Progress, startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
-    EXIT_OK,
     MAX_CONCURRENCY,
     MAX_REQUESTS,
     MAX_TIME_LIMIT_S,
     add_target_arguments,
     deadline_message,
     ended_early,
-    fail,
     no_connection_message,
     nothing_connected,
     parse_common,
     parse_deadline,
-    parse_int,
     parse_seconds,
-    pin_target,
-    preflight,
     within,
 )
 from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
+from workers.load.client import LoadError, run_load
+from workers.load.spec import LoadSpec
 
 DEFAULT_LEVELS = "1,20,40,60,80,100"
 DEFAULT_REQUESTS = 500
@@ -56,13 +51,13 @@ MAX_SWEEP_REQUESTS = 2_000_000   # all runs together
 SCHEMES = ("http", "https")
 
 
-class Command(command_base()):
+class Command(TargetCommand):
     help = "HTTP vs HTTPS load at several concurrency levels, and the overhead TLS adds (signed %, 95 % intervals)."
-    requires_system_checks = []
+    engine_argument_errors = (LoadError,)
 
     def add_arguments(self, parser):
         parser.add_argument("host", nargs="?", default="", help="HOST (no scheme, no port: see --http-port)")
-        add_target_arguments(parser)
+        add_target_arguments(self, parser)
         parser.add_argument("--http-port", default="80", help="plain HTTP port (default 80)")
         parser.add_argument("--https-port", default="443", help="HTTPS port (default 443)")
         parser.add_argument("--path", default="/", help="path to request on both sides (default /)")
@@ -75,47 +70,39 @@ class Command(command_base()):
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
                             help=f"rounds of every level and side (default {DEFAULT_REPEATS}; 1 = no interval)")
 
-    def handle(self, *args, **options):
-        self.as_json = options["json"]
-        started = time.monotonic()
-        try:
-            plan = parse_overhead(options)
-            deadline_s = parse_deadline(options)
-        except ValueError as exc:
-            return fail(self, "invalid_argument", str(exc))
-        https_spec, error = pin_target(plan["specs"][0][1])
-        if error is None:
-            error = preflight(https_spec) or preflight(replace(https_spec, scheme="http", port=plan["http_port"]))
-        if error is not None:
-            return fail(self, error.code, error.message, host=plan["host"])
-        from workers.load.client import LoadError, run_load  # the engine loads only for this command
+    def parse(self, options):
+        return parse_overhead(options), parse_deadline(options)
 
+    def run(self, plan):
+        plan, deadline_s = plan
+        ip = self.reach_both_sides(plan)
         startup = startup_s()
-        progress = Progress.for_command(self, self.as_json)
         try:
-            runs = run_sweep(run_load, plan, https_spec.ip, progress, (started + deadline_s, deadline_s))
-        except LoadError as exc:
-            return fail(self, "invalid_argument", str(exc))
+            runs = run_sweep(run_load, plan, ip, self.progress(), (self.started + deadline_s, deadline_s))
         except SweepEnded as ended:
-            return fail(self, ended.code, ended.message, host=plan["host"], ip=https_spec.ip)
+            self.fail(ended.code, ended.message, host=plan["host"], ip=ip)
         for run in runs:
             if nothing_connected(run["report"]):
-                return fail(self, "no_connection", f"{run['scheme'].upper()} at concurrency {run['concurrency']}: "
-                            + no_connection_message(run["report"]), host=plan["host"], ip=https_spec.ip)
+                self.fail("no_connection", f"{run['scheme'].upper()} at concurrency {run['concurrency']}: "
+                          + no_connection_message(run["report"]), host=plan["host"], ip=ip)
         summary = summary_of_runs(runs)
         part = summary.get("keepalive" if plan["keepalive"] else "new") or {"levels": [], "average": {}}
-        if self.as_json:
-            self.stdout.write(json.dumps(sweep_json(plan, https_spec.ip, runs, part, startup), indent=2))
-        else:
-            self.stdout.write(render(plan, https_spec.ip, part, startup))
-        sys.exit(EXIT_OK)
+        self.finish(sweep_json(plan, ip, runs, part, startup) if self.as_json else render(plan, ip, part, startup))
+
+    def reach_both_sides(self, plan: dict) -> str:
+        """The address the SSRF guard checked, once HTTPS and then HTTP passed their pre-flights."""
+        try:
+            target = pin_target(plan["host"], plan["https_port"], plan["specs"][0][1].ip)
+        except UNREACHABLE as exc:
+            self.fail(exc.code, exc.message, host=plan["host"])
+        error = (preflight(target.host, target.ip, target.port)
+                 or preflight(target.host, target.ip, plan["http_port"], tls=False))
+        if error is not None:
+            self.fail(error.code, error.message, host=plan["host"])
+        return target.ip
 
 
 def parse_overhead(options) -> dict:
-    from dataclasses import replace
-
-    from workers.load.spec import LoadSpec
-
     host = parse_host(options["host"])
     http_port = parse_port_option(options["http_port"], "--http-port")
     https_port = parse_port_option(options["https_port"], "--https-port")

@@ -10,22 +10,18 @@ the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"err
 "message"}}. The target passes the SSRF guard like `audit`.
 """
 
-import ipaddress
-import json
 import math
-import sys
-from pathlib import Path
 from urllib.parse import urlsplit
 
-from django.conf import settings
-from django.core.management.base import BaseCommand
-
-from tlsaudit.core.terminal import Progress, failure_text, startup_line, startup_s
+from tlsaudit.core.management.base import TargetCommand, parse_int, parse_ip, reach, read_ca_file
+from tlsaudit.core.standalone import setting
+from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
 from tlsaudit.domain.probe_stats import medians
 from tlsaudit.domain.stats import change_text
+from workers.browser.probe import run_probe
+from workers.browser.spec import ProbeSpec
 
-EXIT_OK, EXIT_FAILED = 0, 2
 MAX_RUNS = 50
 MAX_TIMEOUT_S = 120
 MAX_DEADLINE_S = 3600
@@ -33,58 +29,41 @@ COLUMNS = ("variant", "mode", "proto", "req", "bytes", "cached", "304", "dns", "
            "DCL", "load")
 
 
-class Command(BaseCommand):
+class Command(TargetCommand):
     help = "Time real Chromium page loads of URL over HTTPS vs HTTP, cold vs warm (text table, or JSON)."
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("url", nargs="?", default="", help="https://HOST[:PORT]/path or http://...")
-        parser.add_argument("--ip", help="connect to this IP instead of resolving HOST")
-        parser.add_argument("--ca-file", help="PEM file of CA certificates for the browser to trust")
+        self.add_ip_argument(parser)
+        self.add_ca_file_argument(parser, help="PEM file of CA certificates for the browser to trust")
         parser.add_argument("--runs", default="5", help="K loads of each variant x mode (default %(default)s)")
-        parser.add_argument("--timeout", default=str(settings.PROBE_LOAD_TIMEOUT),
+        parser.add_argument("--timeout", default=str(setting("PROBE_LOAD_TIMEOUT")),
                             help="seconds per page load (default %(default)s)")
-        parser.add_argument("--deadline", default=str(settings.CLI_DEADLINE_SECONDS),
+        parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
                             help="the whole probe ends within this many seconds, done or with an error "
                                  "(default %(default)s)")
         parser.add_argument("--https-port", help="port of the HTTPS variant when URL is http:// (default 443)")
         parser.add_argument("--http-port", help="port of the HTTP variant when URL is https:// (default 80)")
-        parser.add_argument("--json", action="store_true", help="print one JSON object")
+        self.add_json_argument(parser)
 
-    def handle(self, *args, **options):
-        self.as_json = options["json"]
-        try:
-            spec_kwargs = parse_arguments(options)
-        except ValueError as exc:
-            return self.fail("invalid_argument", str(exc))
-        from workers.browser.probe import run_probe  # loads Playwright: only for this command
-        from workers.browser.spec import ProbeSpec
+    def parse(self, options):
+        spec_kwargs = parse_arguments(options)
+        return ProbeSpec(**spec_kwargs), options["_scheme"]
 
-        spec = ProbeSpec(**spec_kwargs)
-        problem = preflight(spec, options["_scheme"])
+    def run(self, plan):
+        spec, scheme = plan
+        problem = preflight(spec, scheme)
         if problem is not None:
-            return self.fail(problem.code, problem.message)
+            self.fail(problem.code, problem.message)
         startup = startup_s()
-        progress = Progress.for_command(self, self.as_json, unit="page loads")
-        result = run_probe(spec, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+        progress = self.progress(unit="page loads")
+        result = run_probe(spec, allow_private=setting("ALLOW_PRIVATE_TARGETS"),
                            on_progress=lambda done, total, _load: progress(done, total))
         progress.finish(len(result["loads"]))
         result["startup_s"] = startup
         if result["error"] is not None:
-            return self.fail(result["error"]["code"], result["error"]["message"], result=result)
-        scheme = options["_scheme"]
-        if self.as_json:
-            self.stdout.write(json.dumps(cli_json(result, scheme), indent=2))
-        else:
-            self.stdout.write(render_text(result))
-        sys.exit(EXIT_OK)
-
-    def fail(self, code: str, message: str, **extra):
-        if self.as_json:
-            self.stdout.write(json.dumps({"error": {"code": code, "message": failure_text(code, message)}, **extra}, indent=2))
-        else:
-            self.stderr.write(f"probe failed: {failure_text(code, message)}")
-        sys.exit(EXIT_FAILED)
+            self.fail(result["error"]["code"], result["error"]["message"], result=result)
+        self.finish(cli_json(result, scheme) if self.as_json else render_text(result))
 
 
 def parse_arguments(options) -> dict:
@@ -110,8 +89,9 @@ def parse_arguments(options) -> dict:
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     options["_scheme"] = parts.scheme
     kwargs = {"host": host, "path": path, "ip": parse_ip(options.get("ip")),
-              "ca_pem": read_ca_file(options.get("ca_file")), "runs": parse_runs(options["runs"]),
-              "timeout_s": parse_timeout(options["timeout"]), "deadline_s": parse_deadline(options["deadline"])}
+              "ca_pem": read_ca_pem(options.get("ca_file")), "runs": parse_int(options["runs"], "--runs", 1, MAX_RUNS),
+              "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
+              "deadline_s": parse_seconds(options["deadline"], "--deadline", MAX_DEADLINE_S)}
     kwargs.update(variant_ports(parts.scheme, port, options))
     return kwargs
 
@@ -141,73 +121,28 @@ def parse_port(option: str, text) -> int | None:
     return port
 
 
-def parse_ip(text) -> str | None:
-    if not text:
-        return None
+def read_ca_pem(name) -> str | None:
+    """The PEM text Chromium is given to trust (its first megabyte, as read_ca_file checked it)."""
+    return read_ca_file(name).decode("ascii", errors="replace") if name else None
+
+
+def parse_seconds(text, option: str, high: int) -> float:
+    """From 1 to `high` seconds, fractions allowed."""
     try:
-        return ipaddress.ip_address(text).compressed
+        value = float(str(text).strip())
     except ValueError:
-        raise ValueError(f"--ip: {text!r} is not an IPv4 or IPv6 address") from None
-
-
-def read_ca_file(name) -> str | None:
-    if not name:
-        return None
-    path = Path(name)
-    if not path.is_file():
-        raise ValueError(f"--ca-file: {name} does not exist")
-    try:
-        text = path.read_bytes()[:1_000_000].decode("ascii", errors="replace")
-    except OSError as exc:
-        raise ValueError(f"--ca-file: {name} cannot be read ({exc.strerror})") from None
-    if "-----BEGIN CERTIFICATE-----" not in text:
-        raise ValueError(f"--ca-file: {name} is not a PEM certificate file")
-    return text
-
-
-def parse_runs(text) -> int:
-    try:
-        runs = int(str(text).strip())
-    except ValueError:
-        raise ValueError(f"--runs: {text!r} is not a whole number") from None
-    if not 1 <= runs <= MAX_RUNS:
-        raise ValueError(f"--runs must be between 1 and {MAX_RUNS}, got {runs}")
-    return runs
-
-
-def parse_timeout(text) -> float:
-    try:
-        timeout = float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"--timeout: {text!r} is not a number of seconds") from None
-    if not math.isfinite(timeout) or not 1 <= timeout <= MAX_TIMEOUT_S:
-        raise ValueError(f"--timeout must be between 1 and {MAX_TIMEOUT_S} seconds, got {text}")
-    return timeout
-
-
-def parse_deadline(text) -> float:
-    try:
-        deadline = float(str(text).strip())
-    except ValueError:
-        raise ValueError(f"--deadline: {text!r} is not a number of seconds") from None
-    if not math.isfinite(deadline) or not 1 <= deadline <= MAX_DEADLINE_S:
-        raise ValueError(f"--deadline must be between 1 and {MAX_DEADLINE_S} seconds, got {text}")
-    return deadline
+        raise ValueError(f"{option}: {text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 1 <= value <= high:
+        raise ValueError(f"{option} must be between 1 and {high} seconds, got {text}")
+    return value
 
 
 def preflight(spec, scheme: str):
     """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
     resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself."""
-    from workers.net.errors import TargetError
-    from workers.net.target import resolve_target
-    from workers.tls.reach import engine_preflight
-
     port = spec.https_port if scheme == "https" else spec.http_port
-    try:
-        target = resolve_target(spec.host, port, pinned_ip=spec.ip, allow_private=settings.ALLOW_PRIVATE_TARGETS)
-    except TargetError:
-        return None  # the engine refuses it with the same words, before starting Chromium
-    return engine_preflight(target.ip, port, target.host, settings.SCAN_NETWORK_TIMEOUT, tls=scheme == "https")
+    target, error = reach(spec.host, port, spec.ip, tls=scheme == "https")
+    return error if target is not None else None  # a refused target: the engine refuses it with the same words, before starting Chromium
 
 
 def cli_json(result: dict, scheme: str) -> dict:
