@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warnings
 
+from workers.tls.certs import load_anchors
+
 # The bundled trust stores contain roots with negative serial numbers; the warning is noise.
 _SERIAL_WARNING = "Parsed a serial number which wasn't positive"
 
@@ -17,8 +19,6 @@ def warm_up() -> None:
     filter_sslyze_warnings()
     import sslyze  # noqa: F401
     from sslyze.plugins.certificate_info.trust_stores.trust_store_repository import TrustStoresRepository
-
-    from workers.tls.certs import load_anchors
 
     for store in TrustStoresRepository.get_default().get_all_stores():
         load_anchors(store.path)
