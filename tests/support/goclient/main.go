@@ -1,0 +1,15 @@
+// A Go crypto/tls client with Go's defaults, for tests/support/record_clients.py: it connects to
+// localhost:PORT and starts a handshake, so that its ClientHello can be recorded.
+package main
+
+import (
+	"crypto/tls"
+	"os"
+)
+
+func main() {
+	conn, err := tls.Dial("tcp", "localhost:"+os.Args[1], &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}})
+	if err == nil {
+		conn.Close()
+	}
+}
