@@ -112,3 +112,33 @@ def test_a_closed_port_is_not_tested_rather_than_failed(closed_port, name):
     (result,) = [c for c in simulate_clients(Endpoint("localhost", "127.0.0.1", closed_port, 2.0))
                  if c.client == name]
     assert result.tested is False and result.error.startswith("could not be tested")
+
+
+def audit_lab(tls_lab, name: str):
+    outcome = run_scan("localhost", tls_lab.port(name), ip="127.0.0.1", ca_file=str(tls_lab.ca_file),
+                       allow_private=True, network_timeout=3, max_retries=1)
+    assert outcome.error is None, outcome.error
+    return build_report(outcome.facts, outcome.mozilla).grade
+
+
+def test_the_grade_caps_forward_secrecy_on_what_modern_clients_negotiate(tls_lab):
+    """b_no_forward_secrecy (RSA key exchange only, server order): Chromium, Firefox, curl, Java... get
+    TLS_RSA_WITH_AES_128_GCM_SHA256; the cap names them (Go and Python offer no RSA key exchange: they fail)."""
+    result = audit_lab(tls_lab, "b_no_forward_secrecy")
+    (cap,) = [c for c in result.caps if c.rule_id == "cap.no_forward_secrecy"]
+    assert result.grade == "B"
+    assert cap.reason.startswith("Some modern clients get no forward secrecy: Chromium 156 (Debian 12) gets "
+                                 "TLS_RSA_WITH_AES_128_GCM_SHA256")
+
+
+def test_the_grade_caps_aead_on_what_modern_clients_negotiate(tls_lab):
+    result = audit_lab(tls_lab, "b_cbc_only")
+    (cap,) = [c for c in result.caps if c.rule_id == "cap.no_aead"]
+    assert result.grade == "B" and "gets TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA" in cap.reason
+
+
+def test_an_old_client_on_a_weaker_suite_does_not_cap_a_modern_server(tls_lab):
+    """b_dh1024: IE 11 / Windows 7 gets DHE with the 1024-bit group (B for the weak key, as before), but
+    every modern client gets TLS 1.3: no forward-secrecy or AEAD cap."""
+    result = audit_lab(tls_lab, "b_dh1024")
+    assert {c.rule_id for c in result.caps} == {"cap.weak_key"}
