@@ -6,6 +6,7 @@ import pytest
 
 from tlsaudit.audits.textreport import render_text
 from tlsaudit.domain.audit_report import build_report
+from tlsaudit.domain.grading import grade
 from workers.tls.clients import load_profiles, simulate_clients
 from workers.tls.engine import run_scan
 from workers.tls.hello import parse_client_hello
@@ -142,3 +143,33 @@ def test_an_old_client_on_a_weaker_suite_does_not_cap_a_modern_server(tls_lab):
     every modern client gets TLS 1.3: no forward-secrecy or AEAD cap."""
     result = audit_lab(tls_lab, "b_dh1024")
     assert {c.rule_id for c in result.caps} == {"cap.weak_key"}
+
+
+def audit_go(go_tls_server, test_pki, suites: str):
+    port = go_tls_server(suites=suites, hsts="max-age=63072000")
+    outcome = run_scan("localhost", port, ip="127.0.0.1", allow_private=True, network_timeout=2,
+                       ca_file=str(test_pki.root_file))
+    assert outcome.error is None, outcome.error
+    return outcome.facts, build_report(outcome.facts, outcome.mozilla).grade
+
+
+def test_3des_accepted_but_chosen_by_no_client_does_not_cap_the_grade(go_tls_server, test_pki):
+    """Debian's OpenSSL 3.0 has no 3DES, so a Go server offers it: Go ranks 3DES last, every client that
+    offers it also offers AES-GCM, so nobody negotiates it (grading.md §6: "3DES last -> A/A+")."""
+    facts, result = audit_go(go_tls_server, test_pki,
+                             "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")
+    assert "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA" in {s.name for s in facts.suites_for("TLSv1.2")}
+    assert not any("3DES" in (c.suite or "") for c in facts.client_simulation)
+    assert result.grade == "A+" and "cap.sweet32" not in {c.rule_id for c in result.caps}
+    facts.client_simulation = None                  # the offered rule, as audits before the simulation
+    assert grade(facts).grade == "C"
+
+
+def test_3des_that_old_clients_negotiate_on_tls12_caps_c_and_names_them(go_tls_server, test_pki):
+    """3DES as the only TLS 1.2 suite: the modern clients get TLS 1.3, Java 8 (no TLS 1.3) gets 3DES."""
+    facts, result = audit_go(go_tls_server, test_pki, "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")
+    sims = {c.client: c for c in facts.client_simulation}
+    assert sims["chromium"].protocol == "TLSv1.3"
+    assert (sims["java_8u31"].protocol, sims["java_8u31"].suite) == ("TLSv1.2", "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")
+    (cap,) = [c for c in result.caps if c.rule_id == "cap.sweet32"]
+    assert result.grade == "C" and "Java 8u31 (no TLS 1.3) gets TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA" in cap.reason
