@@ -13,6 +13,8 @@ pytestmark = pytest.mark.django_db
 SIMULATION = [
     ClientHandshake("chromium", "Chromium 156 (Debian 12)", "TLSv1.3", "TLS_AES_128_GCM_SHA256", "X25519MLKEM768"),
     ClientHandshake("java", "Java 17 (OpenJDK)", error="no protocol version in common"),
+    ClientHandshake("ie11_win7", "IE 11 on Windows 7", "TLSv1.2", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "secp256r1",
+                    recorded=False, modern=False),
 ]
 PQ = PostQuantum(Check(OK), accepted=("X25519MLKEM768",), prefers_pq=True, browser_choice="X25519MLKEM768")
 
@@ -25,6 +27,9 @@ def test_the_audit_page_and_the_site_report_show_the_clients_and_pq(login, alice
         assert 'data-testid="client-simulation"' in html
         assert "Chromium 156 (Debian 12)" in html and "X25519MLKEM768" in html
         assert "fails: no protocol version in common" in html
+        # a client that cannot run here is replayed from its published lists, and says so
+        assert 'IE 11 on Windows 7 <span class="muted">(from published lists)</span>' in html
+        assert "Chromium 156 (Debian 12) <span" not in html
         assert "Post-quantum ready" in html and "prefers X25519MLKEM768 over X25519" in html
 
 

@@ -6,6 +6,7 @@ so `make setup` brings it to a fresh clone. A missing toolchain fails the tests 
 
     port = go_tls_server()                                  # Go's default groups (PQ hybrids first)
     port = go_tls_server(groups="X25519,P256")              # no post-quantum group at all
+    port = go_tls_server(suites="TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")   # TLS 1.2 suites (3DES too)
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ class GoTlsServers:
         self.binary, self.cert, self.key = binary, cert, key
         self.processes: list[subprocess.Popen] = []
 
-    def __call__(self, groups: str = "", hsts: str = "", godebug: str = "") -> int:
+    def __call__(self, groups: str = "", hsts: str = "", godebug: str = "", suites: str = "") -> int:
         command = [str(self.binary), "-cert", str(self.cert), "-key", str(self.key)]
         command += ["-groups", groups] if groups else []
+        command += ["-suites", suites] if suites else []
         command += ["-hsts", hsts] if hsts else []
         env = {**os.environ, **({"GODEBUG": godebug} if godebug else {})}
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -73,3 +73,20 @@ def test_the_schema_refuses_a_report_missing_a_section(audit_cli, tls_lab):
     del report["certificates"]
     with pytest.raises(jsonschema.ValidationError):
         validate(report)
+
+
+def test_the_json_of_an_https_server_names_the_suite_each_simulated_client_gets(audit_cli, tls_lab):
+    """Issue #18, judged by: `audit --json` of any HTTPS server has a client-simulation section naming at
+    least Chromium, Firefox, curl and Java with the suite each gets."""
+    report = run_json(audit_cli, tls_lab.port("a_plus_rsa_hsts"), tls_lab.ca_file)
+    validate(report)
+    simulation = report["client_simulation"]
+    assert simulation["status"] == "ok"
+    clients = {c["label"]: c for c in simulation["clients"]}
+    for name in ("Chromium", "Firefox", "curl", "Java"):
+        (label, got), *_ = [(label, c) for label, c in clients.items() if label.startswith(name)]
+        assert got["protocol"] == "TLSv1.3" and got["suite"].startswith("TLS_"), (label, got)
+        assert got["recorded"] is True and got["profile"] == "recorded here"
+    java8 = clients["Java 8u31 (no TLS 1.3)"]
+    assert (java8["protocol"], java8["suite"]) == ("TLSv1.2", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+    assert (java8["recorded"], java8["profile"], java8["modern"]) == (False, "from published lists", False)

@@ -65,7 +65,8 @@ def _client_simulation(sims) -> dict:
                 "clients": []}
     return {"status": "ok", "reason": "", "clients": [
         {"client": c.client, "label": c.label, "protocol": c.protocol, "suite": c.suite, "group": c.group,
-         "dh_bits": c.dh_bits, "error": c.error, "tested": c.tested} for c in sims]}
+         "dh_bits": c.dh_bits, "error": c.error, "tested": c.tested, "recorded": c.recorded,
+         "profile": "recorded here" if c.recorded else "from published lists", "modern": c.modern} for c in sims]}
 
 
 def _check(check: Check | None) -> dict:

@@ -45,15 +45,16 @@ def _suites(facts) -> list[str]:
 
 
 def _client_simulation(facts) -> list[str]:
-    out = [" Client simulation (recorded ClientHellos replayed)"]
+    out = [" Client simulation (recorded ClientHellos replayed; * = from published lists)"]
     if facts.client_simulation is None:
         return out + ["   not simulated"]
     for c in facts.client_simulation:
+        label = c.label if c.recorded else f"{c.label} *"
         if c.protocol:
             group = c.group or (f"DH {c.dh_bits}" if c.dh_bits else "-")
-            out.append(f"   {c.label:<28} {c.protocol:<8} {c.suite or '?':<44} {group}")
+            out.append(f"   {label:<28} {c.protocol:<8} {c.suite or '?':<44} {group}")
         else:
-            out.append(f"   {c.label:<28} {'fails' if c.tested else 'not tested'}: {c.error}")
+            out.append(f"   {label:<28} {'fails' if c.tested else 'not tested'}: {c.error}")
     return out
 
 

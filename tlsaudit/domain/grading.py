@@ -5,8 +5,10 @@ or touches the network, so a stored audit can be re-graded when the rules change
 spec is /work/shared/grading.md; docs/grading.md lists every rule and every deviation.
 
 Semantics worth knowing before reading the rules:
-* "Offered": a weak suite counts as soon as the server accepts it (testssl.sh), because we
-  do not simulate SSL Labs' reference clients.
+* "Negotiated" where SSL Labs asks what clients get (forward secrecy and AEAD with modern
+  clients, 3DES and RC4 on TLS 1.1+ only when a client negotiates them): read from the audit's
+  client simulation (`facts.client_simulation`). Without one (audits before it, or no client
+  completing a handshake), "offered": a weak suite counts as soon as the server accepts it.
 * A rule whose input could not be measured is reported in `not_tested`, never passed.
 """
 
@@ -27,6 +29,7 @@ from tlsaudit.domain.scanfacts import (
     CertificateDeployment,
     Check,
     CipherSuite,
+    ClientHandshake,
     ScanFacts,
 )
 from tlsaudit.domain.trustwords import trust_error_words
@@ -215,6 +218,7 @@ class _Scan:
     protocols: tuple[str, ...]      # supported, oldest first
     suites: tuple[SuiteInfo, ...]   # accepted on a supported protocol
     weakest_key: _Key | None        # certificate or ephemeral, by RSA-equivalent bits
+    handshakes: tuple["Handshake", ...] = ()   # simulated clients that completed a handshake
 
     @property
     def best_protocol(self) -> str:
@@ -268,7 +272,8 @@ def _prepare(facts: ScanFacts, now: datetime) -> _Scan:
     keys = _certificate_keys(facts) + _ephemeral_keys(accepted)
     return _Scan(facts=facts, now=_as_utc(now), protocols=protocols,
                  suites=tuple(classify(s) for s in accepted),
-                 weakest_key=min(keys, key=lambda k: k.rsa_bits) if keys else None)
+                 weakest_key=min(keys, key=lambda k: k.rsa_bits) if keys else None,
+                 handshakes=negotiated(facts))
 
 
 def _as_utc(moment: datetime) -> datetime:
@@ -399,6 +404,8 @@ def _rc4_caps(scan: _Scan) -> list[Cap]:
     if all(s.is_rc4 for s in scan.suites):
         return [_cap("cap.rc4_only", "Only RC4 suites are accepted (grade F since 2015)")]
     caps = [_cap("cap.rc4", f"RC4 suites are accepted: {_names(scan, lambda s: s.is_rc4)} (cap B)")]
+    if scan.handshakes:
+        return caps + rc4_negotiated_caps(scan.handshakes)
     modern = _names(scan, lambda s: s.is_rc4 and s.protocol in ("TLSv1.1", "TLSv1.2"))
     if modern:
         caps.append(_cap("cap.rc4_tls11", f"RC4 is accepted with TLS 1.1 or newer: {modern} (cap C)"))
@@ -406,6 +413,8 @@ def _rc4_caps(scan: _Scan) -> list[Cap]:
 
 
 def _sweet32_caps(scan: _Scan) -> list[Cap]:
+    if scan.handshakes:
+        return sweet32_negotiated_caps(scan.handshakes)
     found = _names(scan, lambda s: s.is_64bit_block and s.protocol in ("TLSv1.1", "TLSv1.2"))
     if not found:
         return []
@@ -413,12 +422,77 @@ def _sweet32_caps(scan: _Scan) -> list[Cap]:
                                 "(cap C since January 2017)")]
 
 
+# --- client simulation: what the clients negotiate -----------------------------------------
+
+class Handshake(NamedTuple):
+    """One simulated client's completed handshake, its suite classified."""
+    client: ClientHandshake
+    suite: SuiteInfo
+
+
+def negotiated(facts: ScanFacts) -> tuple[Handshake, ...]:
+    """The handshakes the simulated clients completed; () without a simulation. Only suites the
+    facts list as accepted count: a recommendation's predicted facts drop suites, and a client
+    that got a dropped suite can no longer say what it would get."""
+    accepted = {(s.protocol, s.name) for s in facts.suites if facts.supports(s.protocol)}
+    return tuple(Handshake(c, classify(CipherSuite(c.suite, "", c.protocol, 0)))
+                 for c in facts.client_simulation or () if (c.protocol, c.suite) in accepted)
+
+
+def modern_client_caps(handshakes: tuple[Handshake, ...]) -> list[Cap] | None:
+    """SSL Labs 2009p: B when modern clients get no forward secrecy, or no AEAD suite.
+
+    A cap when a modern client completes a handshake without the property (each client
+    named); None when no modern client completed one: the simulation cannot answer then.
+    """
+    modern = [h for h in handshakes if h.client.modern]
+    if not modern:
+        return None
+    caps = []
+    no_fs = [h for h in modern if not h.suite.is_forward_secret]
+    if no_fs:
+        caps.append(_cap("cap.no_forward_secrecy", f"Some modern clients get no forward secrecy: {_got(no_fs)} "
+                                                   "(cap B since 2018)"))
+    no_aead = [h for h in modern if not h.suite.is_aead]
+    if no_aead:
+        caps.append(_cap("cap.no_aead", f"Some modern clients get no AEAD suite: {_got(no_aead)} (cap B since 2018)"))
+    return caps
+
+
+def sweet32_negotiated_caps(handshakes: tuple[Handshake, ...]) -> list[Cap]:
+    """C when some simulated client (old ones included) negotiates a 64-bit block cipher on TLS 1.1+."""
+    found = [h for h in handshakes if h.suite.is_64bit_block and h.suite.protocol in ("TLSv1.1", "TLSv1.2")]
+    if not found:
+        return []
+    return [_cap("cap.sweet32", f"Clients negotiate a 64-bit block cipher with TLS 1.1 or newer (SWEET32): "
+                                f"{_got(found)} (cap C since January 2017)")]
+
+
+def rc4_negotiated_caps(handshakes: tuple[Handshake, ...]) -> list[Cap]:
+    """C when some simulated client negotiates RC4 on TLS 1.1+ (RC4 merely accepted stays B)."""
+    found = [h for h in handshakes if h.suite.is_rc4 and h.suite.protocol in ("TLSv1.1", "TLSv1.2")]
+    if not found:
+        return []
+    return [_cap("cap.rc4_tls11", f"Clients negotiate RC4 with TLS 1.1 or newer: {_got(found)} (cap C)")]
+
+
+def _got(handshakes: list[Handshake]) -> str:
+    """'Chromium 156 gets TLS_RSA_WITH_AES_128_GCM_SHA256, Java 17 gets ...', at most four named."""
+    named = [f"{h.client.label} gets {h.suite.name}" for h in handshakes[:4]]
+    more = len(handshakes) - len(named)
+    return ", ".join(named) + (f" and {more} more" if more else "")
+
+
 def _modern_client_caps(scan: _Scan) -> list[Cap]:
     """Forward secrecy and AEAD: SSL Labs asks what modern clients negotiate.
 
-    Without client simulation we cap when no suite has the property at all (testssl.sh), or
-    when the server imposes an order on its best protocol and its first choice lacks it.
+    With client simulation, what the modern clients got (`modern_client_caps`). Without it
+    we cap when no suite has the property at all (testssl.sh), or when the server imposes an
+    order on its best protocol and its first choice lacks it.
     """
+    simulated = modern_client_caps(scan.handshakes)
+    if simulated is not None:
+        return simulated
     caps = []
     first = _preferred_suite(scan)
     if not any(s.is_forward_secret for s in scan.suites):

@@ -623,6 +623,8 @@ def _rec_server_order(ctx: _Context) -> _Draft | None:
             suites = {s.name: s for s in f.suites_for(proto)}
             order = tuple(sorted(suites, key=lambda n: strength(n, suites)))
             f.preferences[proto] = dataclasses.replace(pref, enforced=True, order=order)
+        # The clients would now get other suites, which only a new audit can say: grade on the order.
+        f.client_simulation = None
         return f
     return _Draft(
         id="cipher.server_order", title="Make the server choose the cipher suite",

@@ -192,6 +192,8 @@ class ClientHandshake:
     dh_bits: int | None = None          # TLS <= 1.2 DHE prime size
     error: str = ""                     # why it fails, or why it could not be tested
     tested: bool = True
+    recorded: bool = True               # False: built from the client's published lists (it cannot run here)
+    modern: bool = True                 # counts for SSL Labs' "with modern clients" rules (FS, AEAD)
 
 
 @dataclass

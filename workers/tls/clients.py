@@ -2,9 +2,11 @@
 picks (SSL Labs' "Handshake Simulation", testssl's "Client simulation").
 
 The profiles (tlsaudit/domain/data/client_profiles.json) were recorded from the real clients by
-tests/support/record_clients.py. A replay keeps what decides the negotiation (suites, groups and
-which get key shares, versions, signature algorithms, ALPN, all in the client's order) and sends
-fresh key shares of our own and the audited host as SNI; GREASE values are left out.
+tests/support/record_clients.py, or, for clients that cannot run here (`"recorded": false`), read
+from their published ClientHellos (the profile's `source` says where). A replay keeps what decides
+the negotiation (suites, groups and which get key shares, versions, signature algorithms, ALPN, all
+in the client's order) and sends fresh key shares of our own and the audited host as SNI; GREASE
+values are left out.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def simulate(endpoint: Endpoint, name: str, profile: dict) -> ClientHandshake:
     """1. Send the client's offer. 2. A HelloRetryRequest for a group the client lists: send again
     with a share for it, as the client would. 3. Read version, suite and group, or why it failed."""
     label = profile["label"]
+    kinds = {"recorded": profile.get("recorded", True), "modern": profile.get("modern", True)}
     spec = hello.spec_from_profile(profile)
     try:
         answer = hello.exchange(endpoint, spec, tls12_group=True)
@@ -44,10 +47,11 @@ def simulate(endpoint: Endpoint, name: str, profile: dict) -> ClientHandshake:
             retry = hello.ClientHelloSpec(**{**spec.__dict__, "key_share_groups": (answer.group,)})
             answer = hello.exchange(endpoint, retry, tls12_group=True)
     except (OSError, ValueError) as exc:
-        return ClientHandshake(name, label, error=f"could not be tested: {short_error(exc)}", tested=False)
+        return ClientHandshake(name, label, error=f"could not be tested: {short_error(exc)}", tested=False,
+                               **kinds)
     if answer.kind == "alert":
-        return ClientHandshake(name, label, error=_ALERTS.get(answer.alert, f"alert {answer.alert}"))
+        return ClientHandshake(name, label, error=_ALERTS.get(answer.alert, f"alert {answer.alert}"), **kinds)
     if answer.kind != "server_hello":
-        return ClientHandshake(name, label, error="the server closed the connection without answering")
+        return ClientHandshake(name, label, error="the server closed the connection without answering", **kinds)
     return ClientHandshake(name, label, protocol=answer.version_name, suite=_SUITE_NAMES.get(answer.suite),
-                           group=answer.group_name, dh_bits=answer.dh_bits)
+                           group=answer.group_name, dh_bits=answer.dh_bits, **kinds)

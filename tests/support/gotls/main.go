@@ -3,6 +3,10 @@
 // SecP256r1MLKEM768 and SecP384r1MLKEM1024 since 1.26).
 //
 //	server -cert leaf.pem -key leaf.key [-groups X25519MLKEM768,X25519] [-hsts "max-age=63072000"]
+//	       [-suites TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA]
+//
+// -suites sets the TLS 1.2 suites, insecure ones (3DES) included, which Debian's OpenSSL 3.0 no
+// longer has. Go picks among them by its own ranking (3DES always last), not in the listed order.
 //
 // It prints its port on the first line of stdout, then serves until killed.
 package main
@@ -33,6 +37,7 @@ func main() {
 	keyFile := flag.String("key", "", "private key PEM")
 	groups := flag.String("groups", "", "key-exchange groups in server preference order; empty = Go's defaults")
 	hsts := flag.String("hsts", "", "Strict-Transport-Security value to send, if any")
+	suites := flag.String("suites", "", "TLS 1.2 cipher suites by IANA name; empty = Go's defaults")
 	flag.Parse()
 
 	pair, err := tls.LoadX509KeyPair(*certFile, *keyFile)
@@ -47,6 +52,11 @@ func main() {
 				fail(fmt.Errorf("unknown group %q", name))
 			}
 			config.CurvePreferences = append(config.CurvePreferences, id)
+		}
+	}
+	if *suites != "" {
+		for _, name := range strings.Split(*suites, ",") {
+			config.CipherSuites = append(config.CipherSuites, suiteID(name))
 		}
 	}
 	listener, err := tls.Listen("tcp", *addr, config)
@@ -64,6 +74,16 @@ func main() {
 	if err := server.Serve(listener); err != nil {
 		fail(err)
 	}
+}
+
+func suiteID(name string) uint16 {
+	for _, suite := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if suite.Name == name {
+			return suite.ID
+		}
+	}
+	fail(fmt.Errorf("unknown cipher suite %q", name))
+	return 0
 }
 
 func fail(err error) {
