@@ -3,15 +3,27 @@ rate limits), one audit compact or in full, and two audits compared. Agency B se
 
 import csv
 import io
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
 
 from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import done_audit, queries_of
+from tests.domain.factories import deployment
 from tlsaudit.api import keys
 from tlsaudit.api.models import IdempotencyRecord
 from tlsaudit.audits.models import Audit
+from tlsaudit.domain.revocationwords import revocation_words
+from tlsaudit.domain.scanfacts import (
+    OCSP_RESPONDER,
+    OK,
+    REVOKED,
+    Check,
+    ClientHandshake,
+    PostQuantum,
+    Revocation,
+)
 from tlsaudit.sites.models import Site
 
 AUDITS = "/api/v1/audits/"
@@ -273,6 +285,34 @@ def test_view_full_has_the_whole_report(api, site_a):
     assert set(body["mozilla"]) >= {"modern", "intermediate", "old"}
     assert body["recommendations"] and body["predicted_grade"]["grade"]
     assert "nginx" in body["config_snippets"] and "raw" not in body
+
+
+def test_view_full_has_revocation_client_simulation_and_post_quantum(api, site_a):
+    """#18 in the API: each deployment's revocation status (a revoked leaf grades T), what each simulated
+    client negotiates, and the post-quantum probe; the same words as `manage.py audit --json`."""
+    revoked = Revocation(REVOKED, method=OCSP_RESPONDER, source="http://ocsp.example/",
+                         revocation_reason="key_compromise", revoked_at=datetime(2026, 3, 1, tzinfo=timezone.utc))
+    clients = (ClientHandshake("chromium", "Chromium 156", "TLSv1.3", "TLS_AES_128_GCM_SHA256", "X25519MLKEM768"),
+               ClientHandshake("ie11_win7", "IE 11 / Win 7", error="handshake failure: no cipher suite or group in "
+                               "common", recorded=False, modern=False))
+    pq = PostQuantum(Check(OK), accepted=("X25519MLKEM768",), rejected=("SecP384r1MLKEM1024",), prefers_pq=True)
+    audit = done_audit(site_a, certs=[replace(deployment(), revocation=revoked)], client_simulation=clients,
+                       post_quantum=pq)
+    body = api.get(detail(audit), {"view": "full"}).json()
+    assert body["grade"] == "T"
+    assert body["certificates"][0]["revocation"] == {
+        "status": "revoked", "method": "OCSP", "source": "http://ocsp.example/", "why": "", "reason": "",
+        "revocation_reason": "key_compromise", "revoked_at": "2026-03-01T00:00:00Z",
+        "summary": revocation_words(revoked)}
+    sim = body["client_simulation"]
+    assert sim["status"] == "ok" and [c["client"] for c in sim["clients"]] == ["chromium", "ie11_win7"]
+    assert sim["clients"][0]["suite"] == "TLS_AES_128_GCM_SHA256" and sim["clients"][0]["profile"] == "recorded here"
+    assert sim["clients"][1]["protocol"] is None and sim["clients"][1]["profile"] == "from published lists"
+    assert body["post_quantum"]["ready"] is True and body["post_quantum"]["accepted"] == ["X25519MLKEM768"]
+    old = api.get(detail(done_audit(site_a)), {"view": "full"}).json()  # made before these checks existed
+    assert old["client_simulation"] == {"status": "not_tested", "clients": [],
+                                        "reason": "not simulated (audits before client simulation existed)"}
+    assert old["certificates"][0]["revocation"]["status"] == "not_tested"
 
 
 def test_view_full_reads_the_stored_json_so_seeded_history_shows_too(api, site_a):

@@ -8,6 +8,7 @@ from rest_framework import serializers
 from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.links import object_url
 from tlsaudit.api.optional_fields import OptionalInSchema
+from tlsaudit.audits import jsonreport
 from tlsaudit.audits.models import Audit, AuditSuite
 from tlsaudit.audits.presenters import error_label
 from tlsaudit.audits.services import progress_percent, suite_row
@@ -18,7 +19,7 @@ HEAVY_COLUMNS = ("raw", "facts", "report", "mozilla_raw")
 # What ?view=full adds to the compact audit, and ?include=raw to either.
 FULL_FIELDS = ("scores", "caps", "warnings", "trust_issues", "not_tested", "improvements", "findings", "protocols",
                "suites", "certificates", "mozilla", "best_profile", "recommendations", "predicted_grade",
-               "config_snippets")
+               "config_snippets", "client_simulation", "post_quantum")
 RAW_FIELDS = ("raw", "mozilla_raw")
 
 
@@ -87,6 +88,19 @@ class CheckSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True, help_text="Why it was not tested.")
 
 
+class RevocationSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="good, revoked, unknown or not_tested.")
+    method = serializers.CharField(allow_blank=True, help_text="'stapled OCSP', 'OCSP' (asked of the responder) or "
+                                                                "'CRL'; empty when not checked.")
+    source = serializers.CharField(allow_blank=True, help_text="The OCSP responder or CRL URL that answered.")
+    why = serializers.CharField(allow_blank=True, help_text="Why it was not checked: no_url, no_issuer, unreachable, "
+                                                            "blocked, timeout, bad_signature or bad_response.")
+    reason = serializers.CharField(allow_blank=True)
+    revocation_reason = serializers.CharField(allow_null=True, help_text="The CA's reason, when revoked.")
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    summary = serializers.CharField(help_text="The status in words, as the report says it.")
+
+
 class DeploymentSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     chain = CertificateSerializer(many=True, help_text="As sent by the server, leaf first.")
@@ -95,9 +109,42 @@ class DeploymentSerializer(serializers.Serializer):
     chain_complete = serializers.BooleanField(allow_null=True)
     chain_in_order = serializers.BooleanField(allow_null=True)
     ocsp_stapled = CheckSerializer()
+    revocation = RevocationSerializer(help_text="The leaf's OCSP or CRL status: a revoked leaf grades T.")
     must_staple = serializers.BooleanField()
     sct_count = serializers.IntegerField(allow_null=True)
     is_ev = serializers.BooleanField()
+
+
+class ClientHandshakeSerializer(serializers.Serializer):
+    client = serializers.CharField(help_text="Profile key, e.g. chromium.")
+    label = serializers.CharField(help_text="The client and its version, e.g. Chromium 156 (Debian 12).")
+    protocol = serializers.CharField(allow_null=True, help_text="Negotiated protocol; null when the handshake fails.")
+    suite = serializers.CharField(allow_null=True)
+    group = serializers.CharField(allow_null=True, help_text="Key-exchange group.")
+    dh_bits = serializers.IntegerField(allow_null=True)
+    error = serializers.CharField(allow_blank=True, help_text="Why the handshake fails, or why it was not tested.")
+    tested = serializers.BooleanField()
+    recorded = serializers.BooleanField(help_text="false: built from the client's published lists.")
+    profile = serializers.CharField(help_text="'recorded here' or 'from published lists'.")
+    modern = serializers.BooleanField(help_text="Counts for the 'with modern clients' grade rules.")
+
+
+class ClientSimulationSerializer(serializers.Serializer):
+    status = serializers.CharField(help_text="ok or not_tested.")
+    reason = serializers.CharField(allow_blank=True)
+    clients = ClientHandshakeSerializer(many=True)
+
+
+class PostQuantumSerializer(serializers.Serializer):
+    ready = serializers.BooleanField(allow_null=True, help_text="Accepts a standard hybrid group; null: not probed.")
+    status = serializers.CharField(help_text="ok, bad or not_tested.")
+    detail = serializers.CharField(allow_blank=True)
+    reason = serializers.CharField(allow_blank=True)
+    accepted = serializers.ListField(child=serializers.CharField())
+    rejected = serializers.ListField(child=serializers.CharField())
+    draft_kyber = serializers.BooleanField(allow_null=True, help_text="Accepts the obsolete X25519Kyber768Draft00.")
+    browser_choice = serializers.CharField(allow_null=True, help_text="The group picked for a browser's offer.")
+    prefers_pq = serializers.BooleanField(allow_null=True)
 
 
 class ProtocolSerializer(serializers.Serializer):
@@ -123,6 +170,8 @@ class AuditFullSerializer(AuditSerializer):
     recommendations = serializers.SerializerMethodField()
     predicted_grade = serializers.SerializerMethodField(help_text="The grade once every recommendation is applied.")
     config_snippets = serializers.SerializerMethodField(help_text="Server → configuration for the target profile.")
+    client_simulation = serializers.SerializerMethodField(help_text="What each simulated client negotiates.")
+    post_quantum = serializers.SerializerMethodField(help_text="Hybrid post-quantum key exchange.")
 
     schema_optional = FULL_FIELDS
 
@@ -185,7 +234,7 @@ class AuditFullSerializer(AuditSerializer):
         rows = [{"index": index, "chain": deployment.chain, "trust": deployment.trust,
                  "hostname_matches": deployment.hostname_matches, "chain_complete": deployment.chain_complete,
                  "chain_in_order": deployment.chain_in_order, "ocsp_stapled": deployment.ocsp_stapled,
-                 "must_staple": deployment.must_staple, "sct_count": deployment.sct_count, "is_ev": deployment.is_ev}
+                 "revocation": revocation_row(deployment.revocation), "must_staple": deployment.must_staple, "sct_count": deployment.sct_count, "is_ev": deployment.is_ev}
                 for index, deployment in enumerate(facts.certificates if facts else [])]
         return DeploymentSerializer(rows, many=True).data
 
@@ -200,6 +249,22 @@ class AuditFullSerializer(AuditSerializer):
 
     def get_config_snippets(self, audit) -> dict[str, str]:
         return (audit.report or {}).get("snippets") or {}
+
+    @extend_schema_field(ClientSimulationSerializer)
+    def get_client_simulation(self, audit) -> dict:
+        facts = self.facts(audit)
+        return ClientSimulationSerializer(jsonreport.client_simulation_json(facts.client_simulation if facts else None)
+                                          ).data
+
+    @extend_schema_field(PostQuantumSerializer)
+    def get_post_quantum(self, audit) -> dict:
+        facts = self.facts(audit)
+        return PostQuantumSerializer(jsonreport.post_quantum_json(facts.post_quantum if facts else None)).data
+
+
+def revocation_row(revocation) -> dict:
+    """The report's JSON words, with the time as a datetime so that it is written like every other."""
+    return {**jsonreport.revocation_json(revocation), "revoked_at": revocation.revoked_at if revocation else None}
 
 
 def with_raw(serializer_class):

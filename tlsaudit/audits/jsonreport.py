@@ -44,14 +44,14 @@ def audit_json(facts, report, duration_s: float) -> dict:
         "protocol_support": {p: _check(facts.protocols.get(p)) for p in PROTOCOLS},
         "cipher_suites": {p: _suites(facts, p) for p in reversed(PROTOCOLS) if facts.suites_for(p)},
         "key_exchange_groups": {"groups": list(facts.curves), "check": _check(facts.curves_check)},
-        "post_quantum": _post_quantum(facts.post_quantum),
+        "post_quantum": post_quantum_json(facts.post_quantum),
         "certificates": [_deployment(d) for d in facts.certificates],
         "alpn": {"protocols": list(facts.alpn), "check": _check(facts.alpn_check)},
         "resumption": {name: _check(facts.check(name)) for name in _RESUMPTION},
         "hsts": _hsts(facts),
         "vulnerabilities": {name: {**_check(facts.check(name)), "title": CHECK_NAMES[name]}
                             for name in CHECK_NAMES if name not in _RESUMPTION},
-        "client_simulation": _client_simulation(facts.client_simulation),
+        "client_simulation": client_simulation_json(facts.client_simulation),
         "target_profile": report.target_profile,
         "snippets": dict(report.snippets),
         "scan_errors": dict(facts.errors),
@@ -59,7 +59,7 @@ def audit_json(facts, report, duration_s: float) -> dict:
     }
 
 
-def _client_simulation(sims) -> dict:
+def client_simulation_json(sims) -> dict:
     if sims is None:
         return {"status": NOT_TESTED, "reason": "not simulated (audits before client simulation existed)",
                 "clients": []}
@@ -102,7 +102,7 @@ def _suite(s) -> dict:
             "forward_secrecy": info.is_forward_secret, "aead": info.is_aead, "strength": strength_label(info)}
 
 
-def _post_quantum(pq) -> dict:
+def post_quantum_json(pq) -> dict:
     if pq is None:
         return {"ready": None, **_check(None), "reason": "not probed (audits before the probe existed)",
                 "accepted": [], "rejected": [], "draft_kyber": None, "browser_choice": None, "prefers_pq": None}
@@ -120,12 +120,12 @@ def _deployment(d) -> dict:
                    trust_error_words(t.error)} for t in d.trust],
         "ocsp_stapled": _check(d.ocsp_stapled), "must_staple": d.must_staple,
         "sct_count": d.sct_count, "is_ev": d.is_ev,
-        "revocation": _revocation(d.revocation),
+        "revocation": revocation_json(d.revocation),
         "chain": [_certificate(c) for c in d.chain],
     }
 
 
-def _revocation(r) -> dict:
+def revocation_json(r) -> dict:
     """status good / revoked / unknown / not_tested; `why` (a NOT_CHECKED_WHY code) and `reason` say why not."""
     if r is None:
         return {"status": NOT_TESTED, "method": "", "source": "", "why": "", "reason": NOT_RECORDED,
