@@ -1,6 +1,10 @@
 """The portfolio: worst first, trend, certificate expiry, filters, calendar, constant queries."""
 
+import os
+import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -12,6 +16,7 @@ from tlsaudit.sites.models import Site, Tag
 
 pytestmark = pytest.mark.django_db
 T0 = datetime(2026, 2, 1, 2, 0, tzinfo=timezone.utc)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def url(org, **query):
@@ -213,7 +218,7 @@ def test_a_crowded_expiry_card_names_the_soonest_and_counts_every_week(login, al
     Site.objects.bulk_create(lapsed + coming)
     client = login(alice)
     client.get(url(org_a))  # the session's first queries
-    with time_machine.travel(NOW, tick=False), django_assert_max_num_queries(11):  # + the per-week counts
+    with time_machine.travel(NOW, tick=False), django_assert_max_num_queries(12):  # + the per-week counts
         response = client.get(url(org_a))
     expired = [r.site.hostname for r, _ in response.context["expired"]]
     assert len(expired) == module.EXPIRED_LISTED and expired[0] == f"old{module.EXPIRED_LISTED + 6:03d}.example"
@@ -225,3 +230,33 @@ def test_a_crowded_expiry_card_names_the_soonest_and_counts_every_week(login, al
     assert listed == [f"new{i:03d}.example" for i in range(module.CALENDAR_LISTED)]
     page = response.content.decode()
     assert "and 7 more expired certificates" in page and "more this week" in page
+
+
+SQLITE_PORTFOLIO = """
+import django; django.setup()
+from datetime import timedelta
+from django.core.management import call_command
+from django.utils import timezone
+call_command("migrate", verbosity=0)
+from tlsaudit.monitoring.portfolio import portfolio
+from tlsaudit.orgs.models import Organization
+from tlsaudit.sites.models import Site
+org = Organization.objects.create(name="Agency", slug="agency")
+now = timezone.now()
+for i, days in enumerate((-3, 2, 40, 400)):
+    Site.objects.create(organization=org, hostname=f"s{i}.example", last_grade="A",
+                        cert_expires_at=now + timedelta(days=days))
+folio = portfolio(org, now)
+print(folio.total, len(folio.rows), folio.expired_count, sum(w.count for w in folio.calendar))
+"""
+
+
+def test_the_portfolio_works_on_the_sqlite_database_make_run_uses(tmp_path):
+    """The outside review found the expiry lists' UNION of two LIMITed queries refused by SQLite (the
+    embedded default of `make run`): the page answered 500 there while every test, on PostgreSQL, passed."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")}
+    env.update(TLSAUDIT_DEV="1", TLSAUDIT_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="tlsaudit.settings")
+    result = subprocess.run([sys.executable, "-c", SQLITE_PORTFOLIO], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=180)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["4", "4", "1", "2"]
