@@ -337,3 +337,15 @@ def test_an_answer_signed_by_anyone_but_the_issuer_is_refused(lab, tmp_path):
         process.wait(timeout=10)
 
     assert (answer.status, answer.why) == (NOT_TESTED, "bad_signature")
+
+
+def test_an_answer_without_a_next_update_is_trusted_only_while_recent():
+    """The outside review: with no nextUpdate an old stapled "good" (from before a revocation) never went
+    stale. Now such an answer older than MAX_UNDATED_AGE is not trusted; dated ones keep their own rule."""
+    now = datetime.now(timezone.utc)
+    assert revocation.staleness(now - timedelta(days=1), None) == ""
+    assert revocation.staleness(now - revocation.MAX_UNDATED_AGE - timedelta(hours=1), None).startswith(
+        "too old to trust")
+    assert revocation.staleness(now - timedelta(days=30), now + timedelta(days=1)) == ""
+    assert revocation.staleness(now - timedelta(days=3), now - timedelta(days=1)).startswith(
+        "out of date")

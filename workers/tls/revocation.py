@@ -45,6 +45,9 @@ MAX_OCSP_BYTES = 64 * 1024
 MAX_CRL_BYTES = 8 * 1024 * 1024
 # Clocks differ: a response dated a little in the future, or just past its next update, still counts.
 CLOCK_SKEW = datetime.timedelta(minutes=5)
+# An answer without a next update never goes out of date by its own dates: one older than this could be a
+# "good" stapled long before the certificate was revoked, so it is not trusted (browsers cap the age too).
+MAX_UNDATED_AGE = datetime.timedelta(days=7)
 
 
 def budget(within: Deadline | None) -> Deadline:
@@ -257,6 +260,9 @@ def staleness(this_update: datetime.datetime, next_update: datetime.datetime | N
         return f"dated in the future ({this_update:%Y-%m-%d %H:%M} UTC)"
     if next_update is not None and next_update < now - CLOCK_SKEW:
         return f"out of date (its next update was due {next_update:%Y-%m-%d %H:%M} UTC)"
+    if next_update is None and this_update < now - MAX_UNDATED_AGE:
+        return (f"too old to trust (issued {this_update:%Y-%m-%d %H:%M} UTC with no next update, more than "
+                f"{MAX_UNDATED_AGE.days} days ago)")
     return ""
 
 
