@@ -24,7 +24,8 @@ import pki
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.x509.oid import AuthorityInformationAccessOID
+from cryptography.x509 import ocsp
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
 
 from tests import hostile
 from tests.support.tls_servers import launch_nginx, nginx_conf, require_nginx, wait_for_ports
@@ -349,3 +350,32 @@ def test_an_answer_without_a_next_update_is_trusted_only_while_recent():
     assert revocation.staleness(now - timedelta(days=30), now + timedelta(days=1)) == ""
     assert revocation.staleness(now - timedelta(days=3), now - timedelta(days=1)).startswith(
         "out of date")
+
+
+def delegated_answer(issuer: pki.Issued, leaf: pki.Issued, not_before: datetime, not_after: datetime):
+    """A "good" answer about `leaf` signed by an OCSP-signing certificate `issuer` delegated, valid
+    from `not_before` to `not_after` (RFC 6960 4.2.2.2)."""
+    key = pki.make_key("rsa2048")
+    responder = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                                                                      "Delegated Responder")]))
+                 .issuer_name(issuer.cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+                 .not_valid_before(not_before).not_valid_after(not_after)
+                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.OCSP_SIGNING]), critical=False)
+                 .sign(issuer.key, hashes.SHA256()))
+    now = datetime.now(timezone.utc)
+    return (ocsp.OCSPResponseBuilder()
+            .add_response(cert=leaf.cert, issuer=issuer.cert, algorithm=hashes.SHA1(),
+                          cert_status=ocsp.OCSPCertStatus.GOOD, this_update=now - timedelta(minutes=1),
+                          next_update=now + timedelta(days=1), revocation_time=None, revocation_reason=None)
+            .responder_id(ocsp.OCSPResponderEncoding.HASH, responder).certificates([responder])
+            .sign(key, hashes.SHA256()))
+
+
+def test_a_delegated_responder_speaks_for_the_issuer_only_while_its_certificate_is_valid(lab):
+    """The outside review: an expired delegated OCSP-signing certificate was still believed."""
+    leaf, issuer = lab.leaves["good"].issued, lab.intermediate
+    now = datetime.now(timezone.utc)
+    valid = delegated_answer(issuer, leaf, now - timedelta(days=1), now + timedelta(days=30))
+    expired = delegated_answer(issuer, leaf, now - timedelta(days=60), now - timedelta(days=1))
+    assert revocation.ocsp_signed_by_ca(valid, issuer.cert) is True
+    assert revocation.ocsp_signed_by_ca(expired, issuer.cert) is False

@@ -215,11 +215,14 @@ def _names_responder(response: ocsp.OCSPResponse, cert: x509.Certificate) -> boo
 
 
 def _delegated_by(signer: x509.Certificate, issuer: x509.Certificate) -> bool:
+    """An OCSP-signing certificate the issuer signed, valid now (an expired one speaks for no one)."""
     try:
         usages = signer.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     except (x509.ExtensionNotFound, ValueError):
         return False
-    return ExtendedKeyUsageOID.OCSP_SIGNING in usages and issued_by(signer, issuer)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    valid_now = signer.not_valid_before_utc - CLOCK_SKEW <= now <= signer.not_valid_after_utc + CLOCK_SKEW
+    return ExtendedKeyUsageOID.OCSP_SIGNING in usages and valid_now and issued_by(signer, issuer)
 
 
 def matching_response(response: ocsp.OCSPResponse, leaf: x509.Certificate, issuer: x509.Certificate):
