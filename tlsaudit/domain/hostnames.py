@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import idna
 
+from tlsaudit.domain.services import UnknownService, service_named
 from tlsaudit.domain.text import describe
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -28,27 +29,35 @@ class AddressError(ValueError):
 class SiteAddress:
     hostname: str              # ASCII: punycode for IDNs, compressed form for IPv6
     port: int | None           # only when the user typed one
-    scheme: str | None = None  # "http" / "https" when a URL was pasted
+    scheme: str | None = None  # "http" / "https" / a TLS service ("smtp", "imaps"...) when a URL was pasted
 
 
-def parse_address(text: str) -> SiteAddress:
+def parse_address(text: str, *, services: bool = False) -> SiteAddress:
+    """`services=True` also accepts the TLS services of domain/services.py (`smtp://mail.example.com`),
+    for the callers that audit any TLS service (site form, import, API, `audit`); the HTTP tools
+    (load tests, handshakes) keep http:// and https:// only."""
     text = (text or "").strip()
     if not text:
         raise AddressError("Enter a host name such as example.com.")
     if any(ch.isspace() for ch in text):
         raise AddressError("A host name cannot contain spaces.")
     if "://" in text:
-        return _parse_url(text)
+        return _parse_url(text, services)
     if "/" in text or "?" in text or "#" in text:
         raise AddressError("Enter only the host name (and port), without a path: e.g. example.com:443.")
     host, port = _split_host_port(text)
     return SiteAddress(normalize_hostname(host), port)
 
 
-def _parse_url(text: str) -> SiteAddress:
+def _parse_url(text: str, services: bool = False) -> SiteAddress:
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
+    if services and scheme not in ("http", "https"):
+        try:
+            scheme = service_named(scheme).scheme
+        except UnknownService as exc:
+            raise AddressError(str(exc)) from None
+    elif scheme not in ("http", "https"):
         raise AddressError(f"Only http:// and https:// addresses can be audited, not {scheme}://.")
     if parts.username or parts.password:
         raise AddressError("Remove the user name and password from the address.")

@@ -22,18 +22,24 @@ PROTOCOLS = ("SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 OK = "ok"                  # tested, the good outcome (e.g. not vulnerable, supported)
 BAD = "bad"                # tested, the bad outcome (vulnerable, missing protection)
 NOT_TESTED = "not_tested"  # could not run: `reason` says why; never shown as a pass
+# means nothing for this service (HSTS of an SMTP server, #18): `reason` says why; neither pass nor gap
+NOT_APPLICABLE = "not_applicable"
 
 
 @dataclass(frozen=True)
 class Check:
-    status: str                 # OK / BAD / NOT_TESTED
+    status: str                 # OK / BAD / NOT_TESTED / NOT_APPLICABLE
     detail: str = ""            # evidence in words ("3 of 3 resumptions succeeded")
     reason: str = ""            # why NOT_TESTED
     value: Any = None           # raw value where useful (ROBOT enum name, counts...)
 
     @property
     def tested(self) -> bool:
-        return self.status != NOT_TESTED
+        return self.status not in (NOT_TESTED, NOT_APPLICABLE)
+
+    @property
+    def applicable(self) -> bool:
+        return self.status != NOT_APPLICABLE
 
 
 @dataclass(frozen=True)
@@ -204,6 +210,7 @@ class ScanFacts:
     started_at: datetime
     duration_s: float
     scanner: str = ""               # e.g. "sslyze 6.3.1"
+    service: str = "https"          # domain/services.py scheme: "smtp", "imaps"... (audits before #18: https)
 
     # protocol -> Check(OK = supported, BAD = not supported, NOT_TESTED)
     protocols: dict[str, Check] = field(default_factory=dict)
