@@ -4,6 +4,7 @@ from django.urls import reverse
 
 from tlsaudit.core.validators import no_control_characters
 from tlsaudit.domain.hostnames import display_hostname
+from tlsaudit.domain.services import HTTPS, SERVICE_CHOICES, Service, service_named
 
 
 class Tag(models.Model):
@@ -19,11 +20,15 @@ class Tag(models.Model):
 
 
 class Site(models.Model):
-    """An HTTPS origin to audit: host name, ports and, optionally, the IP to connect to."""
+    """A TLS service to audit (an HTTPS origin unless `service` says otherwise): host name, ports and,
+    optionally, the IP to connect to."""
 
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="sites")
     hostname = models.CharField(max_length=253, help_text="ASCII form (punycode for IDNs).")
-    https_port = models.PositiveIntegerField(default=443)
+    https_port = models.PositiveIntegerField(default=443)  # the TLS port, whatever the service (#18)
+    # What speaks TLS on https_port (domain/services.py): HTTPS, or a mail/directory/chat/file/database
+    # service, with STARTTLS where the service starts in clear text.
+    service = models.CharField(max_length=10, choices=SERVICE_CHOICES, default=HTTPS)
     http_port = models.PositiveIntegerField(default=80)
     pinned_ip = models.GenericIPAddressField(
         null=True, blank=True, help_text="Connect to this address instead of resolving the host name.")
@@ -60,6 +65,10 @@ class Site(models.Model):
     @property
     def display_hostname(self) -> str:
         return display_hostname(self.hostname)
+
+    @property
+    def tls_service(self) -> Service:
+        return service_named(self.service)
 
     @property
     def label(self) -> str:
