@@ -25,7 +25,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID, SignatureAlgorithmOID
 
 from tests import hostile
 from tests.support.tls_servers import launch_nginx, nginx_conf, require_nginx, wait_for_ports
@@ -63,11 +63,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_responder(index: Path, port: int, signer: Path, signer_key: Path, ca: Path) -> subprocess.Popen:
+def start_responder(index: Path, port: int, signer: Path, signer_key: Path, ca: Path, *options: str) -> subprocess.Popen:
     """`openssl ocsp` answering from `index` on `port`, once it says it listens. (Not by connecting to
     it: a connection closed without a request leaves its one-at-a-time loop stuck.)"""
     process = subprocess.Popen(["openssl", "ocsp", "-index", str(index), "-port", str(port), "-rsigner", str(signer),
-                                "-rkey", str(signer_key), "-CA", str(ca), "-ndays", "1"],
+                                "-rkey", str(signer_key), "-CA", str(ca), "-ndays", "1", *options],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     said = b""
     while b"waiting for OCSP client connections" not in said:
@@ -338,6 +338,34 @@ def test_an_answer_signed_by_anyone_but_the_issuer_is_refused(lab, tmp_path):
         process.wait(timeout=10)
 
     assert (answer.status, answer.why) == (NOT_TESTED, "bad_signature")
+
+
+def test_an_answer_signed_with_rsa_pss_is_believed(tmp_path):
+    """The outside review: a responder signing with RSASSA-PSS (OpenSSL's -rsigopt rsa_padding_mode:pss)
+    was reported as a bad signature, since only PKCS#1 v1.5 was verified. (The lab's CAs are EC: this
+    one is RSA.)"""
+    issuer = pki.make_ca("PSS Responder CA", key="rsa2048")
+    leaf = pki.issue_leaf(issuer)
+    port = free_port()
+    index = tmp_path / "index.txt"
+    index.write_text(index_line(leaf))
+    issuer_file = pki.write_pem(tmp_path / "issuer.pem", issuer)
+    process = start_responder(index, port, issuer_file, pki.write_key(tmp_path / "issuer.key", issuer), issuer_file,
+                              "-rsigopt", "rsa_padding_mode:pss", "-rsigopt", "rsa_pss_saltlen:digest")
+    url = f"http://127.0.0.1:{port}/"
+    fetch = {"allow_private": True, "timeout": 2, "deadline": revocation.budget(None)}
+    request = ocsp.OCSPRequestBuilder().add_certificate(leaf.cert, issuer.cert, hashes.SHA1()).build()
+    try:
+        raw = revocation.fetch_url(url, post=request.public_bytes(serialization.Encoding.DER),
+                                   content_type="application/ocsp-request", max_bytes=revocation.MAX_OCSP_BYTES,
+                                   **fetch)
+        answer = revocation.ask_responder(url, leaf.cert, issuer.cert, **fetch)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    assert ocsp.load_der_ocsp_response(raw).signature_algorithm_oid == SignatureAlgorithmOID.RSASSA_PSS
+    assert (answer.status, answer.method) == (GOOD, OCSP_RESPONDER), answer
 
 
 def test_an_answer_without_a_next_update_is_trusted_only_while_recent():
