@@ -407,3 +407,32 @@ def test_a_delegated_responder_speaks_for_the_issuer_only_while_its_certificate_
     expired = delegated_answer(issuer, leaf, now - timedelta(days=60), now - timedelta(days=1))
     assert revocation.ocsp_signed_by_ca(valid, issuer.cert) is True
     assert revocation.ocsp_signed_by_ca(expired, issuer.cert) is False
+
+
+def test_a_complete_answer_is_read_without_waiting_for_the_server_to_close():
+    """The outside review: the fetch read until the server closed, so a responder that keeps the
+    connection open after a complete answer cost the whole revocation budget (then a timeout)."""
+    body = b"\x30\x03\x0a\x01\x06"      # an OCSP response's DER; any bytes do for the fetch
+    answer = b"HTTP/1.0 200 OK\r\nContent-Type: application/ocsp-response\r\nContent-Length: 5\r\n\r\n" + body
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        held = []
+
+        def answer_and_hold():
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.sendall(answer)
+            held.append(conn)          # never closed until the test ends
+
+        server = threading.Thread(target=answer_and_hold, daemon=True)
+        server.start()
+        try:
+            fetched = revocation.fetch_url(f"http://127.0.0.1:{listener.getsockname()[1]}/", allow_private=True,
+                                           timeout=2, deadline=revocation.budget(None))
+        finally:
+            server.join(timeout=5)
+            for conn in held:
+                conn.close()
+
+    assert fetched == body
