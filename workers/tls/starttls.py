@@ -49,14 +49,17 @@ class _Wire:
     def send(self, data: bytes, step: str) -> None:
         self.step = step
         self._wait()
-        self.sock.sendall(data)
+        try:
+            self.sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            raise StartTlsRefused(f"the server closed the connection before we could send {step}") from None
 
     def recv_some(self) -> bytes:
-        self._wait()
+        shortened = self._wait() < self.timeout
         try:
             chunk = self.sock.recv(4096)
         except (socket.timeout, TimeoutError) as exc:
-            raise StartTlsStalled(f"the server did not answer {self.step} in time ({exc or 'timed out'})") from None
+            raise self.stalled(shortened, exc) from None
         if not chunk:
             raise StartTlsRefused(f"the server closed the connection instead of answering {self.step}")
         self.received += len(chunk)
@@ -65,13 +68,25 @@ class _Wire:
                                   f"(while we waited for {self.step})")
         return chunk
 
-    def _wait(self) -> None:
+    def _wait(self) -> float:
+        """Set the socket's timeout for the next operation; how long it is."""
         wait = self.timeout
         if self.until is not None:
             wait = min(wait, self.until - time.monotonic())
             if wait <= 0:
-                raise StartTlsStalled(f"the clear-text exchange was unfinished at its deadline ({self.step})")
+                raise self.stalled(True)
         self.sock.settimeout(wait)
+        return wait
+
+    def stalled(self, by_limit: bool, exc: BaseException | None = None) -> StartTlsStalled:
+        """A server that went quiet, or one that kept talking without getting anywhere (a trickle)."""
+        waiting_for = "its greeting" if self.step == "its greeting" else f"the answer to {self.step}"
+        if by_limit or (exc is not None and "unfinished" in str(exc)):
+            return StartTlsStalled(f"{waiting_for} was still incomplete at the deadline of the connection, after "
+                                   f"{self.received} bytes (a server that answers far too slowly, or on purpose)")
+        if self.step == "its greeting":
+            return StartTlsStalled(f"the server sent no greeting within {self.timeout:g} s")
+        return StartTlsStalled(f"the server did not answer {self.step} within {self.timeout:g} s")
 
     def line(self) -> str:
         while b"\n" not in self.buffer:
@@ -80,9 +95,11 @@ class _Wire:
         return raw.rstrip(b"\r").decode("utf-8", "replace")
 
     def until_contains(self, *markers: bytes) -> bytes:
+        """Everything up to the end of the first of `markers` to appear; the rest stays buffered."""
         while not any(marker in self.buffer for marker in markers):
             self.buffer += self.recv_some()
-        seen, self.buffer = self.buffer, b""
+        end = min(self.buffer.find(m) + len(m) for m in markers if m in self.buffer)
+        seen, self.buffer = self.buffer[:end], self.buffer[end:]
         return seen
 
     def exactly(self, count: int) -> bytes:
