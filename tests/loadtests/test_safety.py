@@ -180,12 +180,14 @@ def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a
     from tlsaudit.loadtests.services import reap_abandoned_runs
 
     past = timezone.now() - timezone.timedelta(hours=1)
+    taken = locks.keys("load", "192.0.2.7", [site_a.https_port])
     stuck = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
-                                   status="running", started_at=past, deadline_at=past, ip="192.0.2.7")
+                                   status="running", started_at=past, deadline_at=past, ip="192.0.2.7",
+                                   lock_keys=taken)
     fresh = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
                                    status="running", started_at=timezone.now(),
                                    deadline_at=timezone.now() + timezone.timedelta(minutes=5), ip="192.0.2.8")
-    assert locks.take(locks.keys("load", "192.0.2.7", [site_a.https_port]), locks.holder_for(stuck.pk), 60)
+    assert locks.take(taken, services.run_holder(stuck.pk), 60)
     assert reap_abandoned_runs() == 1
     stuck.refresh_from_db()
     fresh.refresh_from_db()
