@@ -5,17 +5,22 @@ running the two halves of an operation (what it read, then its one atomic change
 connection acting in between: exactly the window a slow or paused process leaves."""
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+from contextlib import suppress
+from urllib.parse import urlparse
 
 import pytest
 import redis
 from django.conf import settings
 from django.core.cache import cache
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from tlsaudit.core import locks, runners
 from tlsaudit.core.rediscache import redis_client, serializer
+from workers.tasks import gate
 
 KEYS = locks.keys("scan", "192.0.2.10", [443, 8443])
 LEASE = 600
@@ -95,22 +100,40 @@ def test_a_take_over_never_deletes_a_lock_re_taken_live_between_its_read_and_its
 
 def test_many_takers_at_once_of_a_dead_holders_lock_make_one_owner():
     # Real concurrency too: processes racing for the same dead holder's lock, each on its own connection,
-    # each released by one line on its stdin once all are started.
+    # each let go by a line on its stdin once all are started, and alive until all have answered (a
+    # winner that exited would be a dead holder, rightly taken over by a later racer). Their start-ups
+    # stagger them, so this rarely hits the window; the played interleavings above are what defeat it.
     assert locks.take(KEYS, dead_holder(1), LEASE)
     racer = ("import django, sys; django.setup(); from tlsaudit.core import locks, runners; "
              f"sys.stdin.readline(); print(locks.take({KEYS!r}, locks.holder_for(sys.argv[1], "
-             f"runners.this_process()), {LEASE}))")
+             f"runners.this_process()), {LEASE}), flush=True); sys.stdin.readline()")
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tlsaudit.settings"}
     racers = [subprocess.Popen([sys.executable, "-c", racer, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, env=env) for n in range(10, 16)]
+                               text=True, env=env) for n in range(10, 14)]
     for process in racers:
         process.stdin.write("go\n")
+        process.stdin.flush()
+    outputs = [process.stdout.readline().strip() for process in racers]
+    holders = [cache.get(lock) for lock in KEYS]
+    for process in racers:
         process.stdin.close()
-    outputs = [process.stdout.read().strip() for process in racers]
     assert [process.wait(timeout=60) for process in racers] == [0] * len(racers)
-    assert sorted(outputs) == ["False"] * 5 + ["True"]
+    assert sorted(outputs) == ["False"] * 3 + ["True"]
     winner = str(10 + outputs.index("True"))
-    assert cache.get(KEYS[0]).split(" ")[0] == cache.get(KEYS[1]).split(" ")[0] == winner
+    assert holders[0].split(" ")[0] == holders[1].split(" ")[0] == winner
+
+
+def test_a_take_that_redis_runs_twice_takes_and_another_with_the_same_read_does_not():
+    # redis-py sends a command again when the connection broke before its reply: the second run of the
+    # script finds the lock already this take's (gate.holder_of makes each take's holder its own).
+    mine, yours = gate.holder_of(18), gate.holder_of(18)      # two deliveries of one row in one process
+    assert mine != yours and locks.holder_is_gone(mine) is False
+    seen = [raw for _, raw in store().read(KEYS)]
+    assert store().take(KEYS, mine, LEASE, seen)
+    assert store().take(KEYS, mine, LEASE, seen)              # the same script, run again
+    assert not store().take(KEYS, yours, LEASE, seen)         # the other delivery, which read the same
+    locks.release(KEYS, yours)                                # its release frees nothing of mine
+    assert cache.get(KEYS[0]) == cache.get(KEYS[1]) == mine
 
 
 # --- 3. several keys: all or none, also when Redis fails on the second --------------------------
@@ -124,6 +147,68 @@ def test_a_redis_error_on_the_second_key_leaves_the_first_free(other):
     assert other.get(cache.make_key(KEYS[0])) is None        # nothing left locked until its lease ends
     other.delete(cache.make_key(KEYS[1]))
     assert locks.take(KEYS, holder, LEASE)                   # and the next try takes both
+
+
+class ReplyLosingRelay:
+    """A TCP relay to the test Redis that, once armed, lets the first write command (SET or EVALSHA)
+    reach Redis and run, then drops the connection instead of its reply: the network failing mid-take,
+    after Redis acted. Later connections pass through."""
+
+    WRITES = (b"\r\nSET\r\n", b"\r\nEVALSHA\r\n", b"\r\nEVAL\r\n")
+
+    def __init__(self, host: str, port: int):
+        self.upstream = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.armed = self.dropped = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.upstream)
+            wrote = threading.Event()
+            threading.Thread(target=self.pump, args=(client, server, wrote, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(server, client, wrote, False), daemon=True).start()
+
+    def pump(self, source, sink, wrote, requests: bool):
+        with suppress(OSError):
+            while data := source.recv(65536):
+                if requests and any(write in data for write in self.WRITES):
+                    wrote.set()
+                if not requests and self.armed and wrote.is_set() and not data.startswith(b"-NOSCRIPT"):
+                    self.armed, self.dropped = False, True
+                    break  # Redis ran the write; its reply never arrives
+                if not requests:
+                    wrote.clear()
+                sink.sendall(data)
+        for end in (source, sink):
+            with suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.listener.close()
+
+
+def test_a_take_whose_reply_is_lost_after_redis_ran_it_leaves_nothing_locked(settings, other):
+    url = urlparse(settings.REDIS_URL)
+    relay = ReplyLosingRelay(url.hostname, url.port or 6379)
+    settings.CACHES = {"default": {**settings.CACHES["default"],
+                                   "LOCATION": f"redis://127.0.0.1:{relay.port}{url.path}"}}
+    try:
+        holder = live_holder(19)
+        relay.armed = True
+        with pytest.raises(RedisError):
+            locks.take(KEYS, holder, LEASE)
+        assert relay.dropped
+        # The take ran in Redis, then its holder freed what it might hold before raising.
+        assert other.exists(*[cache.make_key(lock) for lock in KEYS]) == 0
+        assert locks.take(KEYS, holder, LEASE)
+    finally:
+        relay.close()
 
 
 def test_a_key_held_by_a_live_run_leaves_the_other_keys_untaken(other):

@@ -30,11 +30,13 @@ from tlsaudit.core import runners
 from tlsaudit.core.rediscache import redis_client, serializer
 
 # KEYS: the locks; ARGV: the new holder, its lease (ms), then per key the bytes it held when read
-# ("" when absent). All or none: every key must still hold what was read; the checks run before the
-# first write, so a failing GET (a key of another type) leaves nothing taken.
+# ("" when absent). All or none: every key must still hold what was read, or already this holder (one
+# take's own, see gate.holder_of: this script run a second time by redis-py, whose first reply was
+# lost); the checks run before the first write, so a failing GET (a key of another type) takes nothing.
 TAKE = b"""
 for i, key in ipairs(KEYS) do
-  if (redis.call('GET', key) or '') ~= ARGV[2 + i] then return 0 end
+  local current = redis.call('GET', key)
+  if current ~= ARGV[1] and (current or '') ~= ARGV[2 + i] then return 0 end
 end
 for _, key in ipairs(KEYS) do redis.call('SET', key, ARGV[1], 'PX', ARGV[2]) end
 return 1
@@ -68,8 +70,9 @@ def keys(kind: str, ip: str, ports) -> list[str]:
     return [f"tlsaudit:{kind}lock:{ip}:{port}" for port in sorted(set(ports))]
 
 
-def holder_for(row_id: int, process: str = "") -> str:
-    """What a lock holds: the row, and the process that runs it when the lock ends with that process."""
+def holder_for(row_id: int | str, process: str = "") -> str:
+    """What a lock holds: the row (its id, or one take of it), and the process that runs it when the lock
+    ends with that process."""
     return f"{row_id} {process}" if process else str(row_id)
 
 
@@ -171,7 +174,7 @@ class CacheLocks:
 
     def take(self, keys: list[str], holder: str, seconds: int, seen: list) -> bool:
         with exclusive():
-            if [cache.get(lock) for lock in keys] != seen:
+            if any(cache.get(lock) not in (value, holder) for lock, value in zip(keys, seen, strict=True)):
                 return False
             for lock in keys:
                 cache.set(lock, holder, timeout=seconds)

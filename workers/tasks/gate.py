@@ -13,6 +13,7 @@ A function that ends the opening raises `Stop`; `@opening` turns that into the s
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -108,8 +109,10 @@ class TargetLock:
 
 def holder_of(row_id: int) -> str:
     """This process holds the lock for the row: if it dies before its claim, the row's redelivered
-    message (or any other run) takes the lock over at once (core.locks)."""
-    return locks.holder_for(row_id, runners.this_process())
+    message (or any other run) takes the lock over at once (core.locks). One take's own ("<id>.<nonce>"):
+    two deliveries of a row in one process (the threads pool) never share a lock, so the loser's release
+    cannot free the winner's, and a take that Redis ran twice (a lost reply, sent again) knows its lock."""
+    return locks.holder_for(f"{row_id}.{secrets.token_hex(4)}", runners.this_process())
 
 
 @contextmanager
