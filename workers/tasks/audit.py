@@ -44,7 +44,7 @@ def run_audit(self, audit_id: int) -> str:
         attempt = services.claim(audit_id)
         if not attempt:
             return gate.SKIPPED
-        with keep_alive(audit_id, attempt, lock.key):
+        with keep_alive(audit_id, attempt, lock.keys, lock.holder):
             return scan_and_store(audit, target, attempt)
 
 
