@@ -259,8 +259,10 @@ def run_worker(argv: list[str]) -> None:
     app of workers/celery.py with one override Celery's CLI cannot express (no recycling at all)."""
     value = argv[argv.index("--max-tasks-per-child") + 1]
     celery_args = argv[argv.index("--") + 1:]
+    from bench.cpu_profile import start_from_environment
     from workers.celery import app
 
+    start_from_environment()  # BENCH_CPU_PROFILE=DIR: where this worker's CPU goes, thread by thread
     if value == "None":
         app.conf.worker_max_tasks_per_child = None
     elif value != "default":

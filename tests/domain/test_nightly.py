@@ -82,3 +82,15 @@ def test_clock_and_offset_are_inverse(hours, offset, expected):
     assert nightly.clock(hours, offset) == expected
     assert nightly.offset_of(hours, *expected) == offset
     assert nightly.offset_of(hours, 12, 0) is None
+
+
+def test_each_site_starts_at_a_stable_second_and_a_minutes_starts_spread_over_it():
+    seconds = [nightly.second_of_minute(site) for site in SITES]
+    per_second = Counter(seconds)
+    assert set(per_second) == set(range(60))  # never all at second 0, as beat (and every cron) fires
+    assert max(per_second.values()) < 2 * len(SITES) / 60
+    # the ~20 sites of one minute do not clump either: at most a few share a second
+    minute = [site for site, slot in nightly.plan(SITES, 480, CAPACITY).items() if slot == 0]
+    assert len(minute) >= 15 and max(Counter(nightly.second_of_minute(site) for site in minute).values()) <= 3
+    # sha256, not hash(): pinned values hold in every process, every night
+    assert [nightly.second_of_minute(site) for site in (1, 2, 3)] == [48, 1, 17]

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from tests.faults.support import delay_proxy, production_timing
+from tests.faults.support import delay_proxy, production_timing, wait_until
 from tests.faults.test_worker_killed import audit_row, wait_finished, wait_running_with_progress
 
 pytestmark = pytest.mark.worker
@@ -50,3 +50,36 @@ def test_a_scan_pool_killed_with_three_audits_in_flight_has_each_run_again_once(
                                 audit) == 1
         assert audit_row(faults, audit)["status"] == "done"
     assert faults.sql.statuses() == {"done": 3}
+
+
+def test_a_scan_pool_thread_holds_a_database_connection_only_while_its_audit_runs(faults, tls_lab):
+    """Each pool thread opens its own PostgreSQL connection (Django's are per thread): 64 idle threads x
+    N processes must not pin 64 x N connections. Celery's Django fix-up closes the task thread's
+    connections after every task, and the heartbeat thread closes its own when no audit is left to beat."""
+    production_timing(faults.env)
+    with ExitStack() as stack:
+        relays = [stack.enter_context(delay_proxy(tls_lab.port(name), delay=0.3)) for name in SERVERS]
+        faults.app.worker("pool", queues=("scan",), concurrency=8, pool="threads", wait=True)
+        ports = ", ".join(str(relay.port) for relay in relays)
+        seeded = faults.app.django(f"from tests.faults.seed import *; "
+                                   f"emit(lab_audits({str(tls_lab.ca_file)!r}, [{ports}]))")
+        audits = [seeded["audits"][str(site)] for site in seeded["sites"]]
+        # Given three audits running at once in one pool process of 8 threads
+        for audit in audits:
+            wait_running_with_progress(faults, audit)
+        during = worker_connections(faults)
+        # When the servers answer at once again (0.3 s a connection would outlast the deadline) and all three are done
+        for relay in relays:
+            relay.delay = 0
+        rows = [wait_finished(faults, audit, timeout=120) for audit in audits]
+        # Then the process gives back every connection: none for the idle threads, none for the heartbeat
+        wait_until(lambda: worker_connections(faults) == 0, 30,
+                   lambda: f"the idle pool to close its connections ({worker_connections(faults)} still open)")
+    assert [row["status"] for row in rows] == ["done"] * 3, rows
+    assert 3 <= during <= 3 + 1, during  # one per running audit, and the heartbeat's
+
+
+def worker_connections(faults) -> int:
+    """Client connections to the test's database other than ours (the pool worker is the only other client)."""
+    return faults.sql.value("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")

@@ -1,16 +1,20 @@
 """Per-site schedules: real django-celery-beat entries, one claim per site and night, one
 catch-up after downtime, and a frozen-time scheduler tick that runs exactly the due sites."""
 
+import json
 import threading
 from datetime import datetime, timezone
 
 import pytest
+import redis
 import time_machine
+from django.conf import settings
 from django.db import connection
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from django_celery_beat.schedulers import ModelEntry
 
 from tlsaudit.audits.models import Audit
+from tlsaudit.domain import nightly
 from tlsaudit.monitoring import schedules
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
 from tlsaudit.sites.models import Site
@@ -236,3 +240,24 @@ def test_beat_skips_an_entry_whose_schedule_vanished_while_it_read_and_keeps_the
     assert schedules.task_name(kept.pk) in entries
     assert gone.name not in entries
     assert app.conf.beat_scheduler == "workers.beat:RobustDatabaseScheduler"
+
+
+def test_a_scheduled_audit_starts_at_its_sites_own_second_not_at_second_zero(org_a, django_capture_on_commit_callbacks):
+    # Given sites whose nightly entries all fire at 02:15:00 (beat fires at second 0)
+    sites = add_sites(org_a, 3, prefix="sec")
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    # When beat's task queues their audits
+    with django_capture_on_commit_callbacks(execute=True):
+        for site in sites:
+            schedules.run_scheduled(site.pk, datetime(2026, 3, 3, 2, 15, tzinfo=UTC))
+    sent = datetime.now(UTC)
+    # Then each audit's message waits until the site's own second (stable: the same every night)
+    etas = {}
+    for message in map(json.loads, broker.lrange("scan", 0, -1)):
+        audit_id = json.loads(message["headers"]["argsrepr"])[0]
+        etas[audit_id] = message["headers"]["eta"]
+    for site in sites:
+        audit = Audit.objects.get(site=site)
+        delay = (datetime.fromisoformat(etas.pop(audit.pk)) - sent).total_seconds()
+        assert nightly.second_of_minute(site.pk) - 2 <= delay <= nightly.second_of_minute(site.pk) + 0.5, delay
+        broker.lrem("scan", 0, next(m for m in broker.lrange("scan", 0, -1) if f"[{audit.pk}]".encode() in m))

@@ -176,3 +176,25 @@ def test_every_organization_gets_runs_and_probes_whatever_the_hour(hours_after_m
         probes = [at for site in org.sites for at in site.probes]
         assert runs and probes, org.slug
         assert max(runs + probes) < now
+
+
+def test_the_demo_places_nightly_audits_by_the_slot_rule_the_same_on_every_seed():
+    """Demo sites used to get a random minute each: clumps of starts above the pool's capacity in some
+    minutes, and a different schedule on every seed. Now they are placed as the app places sites."""
+    import random
+    from collections import Counter
+    from datetime import datetime, timezone
+
+    from tlsaudit.demo.stories import WINDOW_HOURS, nightly_slots, plan_orgs
+    from tlsaudit.domain import nightly
+
+    now = datetime(2026, 11, 22, 12, tzinfo=timezone.utc)
+    for seed in (3, 4):
+        for org in plan_orgs(random.Random(seed), 2, 600, 3, now, capacity=2):
+            times = [(site.hour, site.minute) for site in org.sites]
+            assert len(times) > 100
+            assert max(Counter(times).values()) <= 2  # never more starts in a minute than the pool takes
+            assert {hour for hour, _ in times} <= set(WINDOW_HOURS)
+            # the place of the n-th site depends on n alone: the same on every seed, as the app's rule gives
+            assert times == nightly_slots(len(times), 2)
+            assert times[0] == nightly.clock(list(WINDOW_HOURS), nightly.preferred(0, 240))

@@ -53,6 +53,7 @@ class WanLink:
     device: str
     realtime: bool
     process: subprocess.Popen = field(repr=False)
+    loop: str = "python"        # "c": wanline.c's loop (a fixed delay), else wanline.py's
 
     def address(self, port: int) -> tuple[str, int]:
         return self.host, port
@@ -137,7 +138,7 @@ def start_wan(rtt_ms: float, jitter_ms: float = 0.0, bandwidth_bps: float | None
         raise WanError(ready["error"])
     return WanLink(rtt_ms=rtt_ms, jitter_ms=jitter_ms, bandwidth_bps=bandwidth_bps, backend=backend,
                    host=ready["host"], client=ready["client"], device=ready["device"],
-                   realtime=ready["realtime"], process=process)
+                   realtime=ready["realtime"], process=process, loop=ready.get("loop", "python"))
 
 
 @pytest.fixture

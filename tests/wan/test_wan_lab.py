@@ -96,6 +96,24 @@ def test_a_tcp_connect_and_an_echo_each_take_one_rtt(wan, echo_port, rtt):
     assert within(echo, rtt), f"echo {echo:.2f} ms through a {rtt} ms link"
 
 
+def test_a_fixed_delay_runs_the_c_loop_and_it_delays_and_counts_as_the_python_loop(wan, echo_port, monkeypatch):
+    """The C loop (wanline.c) replaces the Python one for a fixed delay: same round trips, same counters."""
+    fast = wan(50)
+    monkeypatch.setenv("WANLINE_PYTHON", "1")
+    slow = wan(50)
+    jittered = wan(50, jitter_ms=1)
+    assert (fast.loop, slow.loop, jittered.loop) == ("c", "python", "python")
+    for link in (fast, slow):
+        samples = [connect_and_echo_ms(link.host, echo_port) for _ in range(7)]
+        assert within(statistics.median(s[0] for s in samples), 50), link.loop
+        assert within(statistics.median(s[1] for s in samples), 50), link.loop
+        counters = link.stats()
+        # 7 connects and echoes, each way at least SYN (or SYN-ACK), data, FIN; all released, none early past the lead
+        assert counters["to_server"]["packets"] >= 7 * 3 and counters["to_client"]["packets"] >= 7 * 3, counters
+        assert counters["to_server"]["dropped"] == counters["to_client"]["dropped"] == counters["ignored"] == 0
+        assert counters["late_us"]["samples"] >= 42 and counters["late_us"]["p50"] >= -wanline.MAX_LEAD_S * 1e6
+
+
 def test_the_backend_sees_the_link_not_loopback_and_the_client_sees_the_far_end(wan, tls_lab):
     link = wan(20)
     with socket.create_connection((link.host, tls_lab.http_port("a_tls12_13_no_hsts")), timeout=5) as sock:

@@ -35,6 +35,8 @@ ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
 # Phases a full scan reports (resolve, connectivity, sslyze, 18 commands, probes, mozilla):
 # the denominator of the progress bar.
 EXPECTED_STEPS = 28
+# At most one progress write per audit per this many seconds (the audit page polls every 2 s).
+PROGRESS_WRITE_INTERVAL_S = 1.0
 # A run lost twice (its worker died twice) is failed rather than re-queued a third time.
 MAX_ATTEMPTS = 2
 # The second look at a silent heartbeat waits one heartbeat interval and this much (thread wake-up, the write).
@@ -50,8 +52,9 @@ class AuditRateLimited(RateLimited):
     """A manual or API audit refused by the per-organization or per-target limit (API: 429)."""
 
 
-def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL) -> tuple[Audit, bool]:
-    """The site's active audit if there is one, else a new queued audit sent on commit.
+def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int = 0) -> tuple[Audit, bool]:
+    """The site's active audit if there is one, else a new queued audit sent on commit (to start
+    `delay_s` seconds later: scheduled audits use it to leave second 0 of their minute).
 
     Manual and API audits may raise AuditRateLimited; scheduled ones are never limited.
     """
@@ -65,7 +68,7 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL) -> tuple[Audit
         audit = Audit.objects.create(site=site, organization_id=site.organization_id, trigger=trigger,
                                      requested_by=user if user and user.is_authenticated else None,
                                      host=site.hostname, port=site.https_port, queued_at=now, sent_at=now)
-        send(audit)
+        send(audit, delay_s=delay_s)
     return audit, True
 
 
@@ -106,10 +109,12 @@ def queue_audits(sites, *, user=None) -> BulkQueued:
     return outcome
 
 
-def send(audit: Audit) -> None:
-    """Send the audit's task on commit. If the broker refuses it, QueueUnavailable: the audit stays
-    queued, marked unsent, and the reaper sends it as soon as the broker answers again."""
-    enqueue(AUDIT_TASK, audit.pk, unsent=lambda: keep_unsent(audit))
+def send(audit: Audit, delay_s: int = 0) -> None:
+    """Send the audit's task on commit (to run `delay_s` seconds later, if given). If the broker refuses
+    it, QueueUnavailable: the audit stays queued, marked unsent, and the reaper sends it as soon as the
+    broker answers again."""
+    options = {"countdown": delay_s} if delay_s > 0 else {}
+    enqueue(AUDIT_TASK, audit.pk, unsent=lambda: keep_unsent(audit), **options)
 
 
 def keep_unsent(audit: Audit) -> QueueUnavailable:
@@ -178,27 +183,46 @@ def beat_all(attempts: dict[int, int]) -> set[int]:
 
 
 class ProgressRecorder:
-    """Appends each finished check to the row. sslyze calls back from its own threads, so
-    writes are serialised and a thread's database connection is closed after use."""
+    """Appends each finished check to the row. sslyze calls back from its own threads, so writes are
+    serialised and a thread's database connection is closed after use. An audit reports ~50 events,
+    most in bursts: the row is written at most once per `min_interval_s` (the page polls every 2 s),
+    the events in between go with the next write, and `flush()` writes what is left at the end."""
 
-    def __init__(self, audit_id: int, attempt: int | None = None):
+    def __init__(self, audit_id: int, attempt: int | None = None, min_interval_s: float = PROGRESS_WRITE_INTERVAL_S):
         self.audit_id = audit_id
         self.attempt = attempt
         self.events: list[dict] = []
         self.started = time.monotonic()
         self.lock = threading.Lock()
         self.owner = threading.current_thread()
+        self.min_interval_s = min_interval_s
+        self.written_at: float | None = None
+        self.unwritten = 0
 
     def __call__(self, name: str, status: str) -> None:
         with self.lock:
             self.events.append({"name": name, "status": status, "t": round(time.monotonic() - self.started, 2)})
-            try:
-                owned(self.audit_id, self.attempt).update(progress=list(self.events))
-            except DATABASE_DOWN:
-                # Progress is a nicety: a database restart must not end the scan. Drop the broken
-                # connection so the next write (or the final store) connects again.
-                log.warning("audit %s: progress not recorded (database unavailable)", self.audit_id)
-                connection.close()
+            self.unwritten += 1
+            if self.written_at is not None and time.monotonic() - self.written_at < self.min_interval_s:
+                return
+            self.write()
+
+    def flush(self) -> None:
+        """Write the events not written yet (the scan is over: nothing else will)."""
+        with self.lock:
+            if self.unwritten:
+                self.write()
+
+    def write(self) -> None:
+        self.written_at = time.monotonic()
+        try:
+            owned(self.audit_id, self.attempt).update(progress=list(self.events))
+            self.unwritten = 0
+        except DATABASE_DOWN:
+            # Progress is a nicety: a database restart must not end the scan. Drop the broken
+            # connection so the next write (or the final store) connects again.
+            log.warning("audit %s: progress not recorded (database unavailable)", self.audit_id)
+            connection.close()
         if threading.current_thread() is not self.owner:
             connection.close()  # a connection sslyze's thread opened would otherwise leak
 

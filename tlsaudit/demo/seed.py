@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.hashers import make_password
 from django.db import transaction
 from django.utils import timezone
@@ -172,7 +173,7 @@ def seed(*, orgs: int, sites: int, days: int, seed_value: int, password: str, no
     """Create the demo data in one transaction; returns what was written."""
     rng = random.Random(seed_value)
     now = now or timezone.now()
-    plans = stories.plan_orgs(rng, orgs, sites, days, now)
+    plans = stories.plan_orgs(rng, orgs, sites, days, now, capacity=settings.NIGHTLY_MAX_STARTS_PER_MINUTE)
     writer = Writer(rng, now, password, progress or (lambda message: None))
     with transaction.atomic(), explicit_timestamps(Organization, Membership, Site, SiteSchedule, Audit,
                                                    ScheduledRun, AlertEvent, PerfRun, Probe):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 
 from tlsaudit.demo.configs import BASELINE_WEIGHTS, ISSUERS, REGRESSIONS, UPGRADES, CertPeriod
+from tlsaudit.domain import nightly
 
 BRANDS = ("Northwind Digital", "Bluebird Agency", "Contoso Web", "Fabrikam Studio", "Tailspin Hosting",
           "Wingtip Interactive", "Litware Labs", "Adatum Partners", "Proseware Media", "Woodgrove Online",
@@ -77,15 +78,18 @@ class OrgPlan:
     sites: list[SitePlan] = field(default_factory=list)
 
 
-def plan_orgs(rng: random.Random, orgs: int, sites: int, days: int, now: datetime) -> list[OrgPlan]:
-    """`sites` sites spread unevenly over `orgs` organizations, each with `days` nights of history."""
+def plan_orgs(rng: random.Random, orgs: int, sites: int, days: int, now: datetime,
+              capacity: int = 32) -> list[OrgPlan]:
+    """`sites` sites spread unevenly over `orgs` organizations, each with `days` nights of history, their
+    nightly times placed as the app places them (at most `capacity` starts a minute)."""
     plans = []
     for index, count in enumerate(spread(rng, sites, orgs)):
         brand = BRANDS[index % len(BRANDS)] + (f" {index // len(BRANDS) + 1}" if index >= len(BRANDS) else "")
         slug = "seed-" + brand.lower().replace(" ", "-")
         org = OrgPlan(name=brand, slug=slug, domain=f"{slug.removeprefix('seed-')}.example")
         hosts = site_names(rng, count)
-        org.sites = [plan_site(rng, index, host, label, days, now, n) for n, (host, label) in enumerate(hosts)]
+        slots = nightly_slots(count, capacity)
+        org.sites = [plan_site(rng, index, host, label, days, now, n, slots[n]) for n, (host, label) in enumerate(hosts)]
         plans.append(org)
     return plans
 
@@ -118,10 +122,20 @@ def site_names(rng: random.Random, count: int) -> list[tuple[str, str]]:
     return names
 
 
-def plan_site(rng: random.Random, org: int, host: str, label: str, days: int, now: datetime, n: int) -> SitePlan:
+def nightly_slots(count: int, capacity: int) -> list[tuple[int, int]]:
+    """The (hour, minute) of an organization's sites in the default window, by the app's slot rule
+    (domain/nightly.py), the site's place in the organization standing for its id (not known yet)."""
+    hours = list(WINDOW_HOURS)
+    placed = nightly.plan(range(count), nightly.window_minutes(hours), capacity)
+    return [nightly.clock(hours, placed[n]) for n in range(count)]
+
+
+def plan_site(rng: random.Random, org: int, host: str, label: str, days: int, now: datetime, n: int,
+              slot: tuple[int, int]) -> SitePlan:
     first_day = 0 if rng.random() < 0.85 else rng.randrange(max(1, days // 2))
     start = now.date() - timedelta(days=days - 1 - first_day)
-    hour, minute = rng.choice(WINDOW_HOURS), rng.randrange(60)
+    rng.choice(WINDOW_HOURS), rng.randrange(60)  # the old random time, still drawn: the seed's other data stays
+    hour, minute = slot
     sub = host.split(".")[0]
     tags = ["staging" if sub == "beta" or rng.random() < 0.1 else "production", rng.choice(REGIONS)]
     if sub in KIND_TAGS:

@@ -12,7 +12,7 @@ from datetime import datetime
 from tlsaudit.domain.findings import Finding, derive_findings
 from tlsaudit.domain.grading import GradeResult, grade
 from tlsaudit.domain.mozilla import DATES_FAIL, PROFILE_NAMES, best_profile, explain_issues, profile_report
-from tlsaudit.domain.remediation import Recommendation, predict_all, recommend
+from tlsaudit.domain.remediation import Recommendation, grade_after, recommend
 from tlsaudit.domain.scanfacts import ScanFacts
 from tlsaudit.domain.snippets import config_snippets
 
@@ -51,12 +51,12 @@ def build_report(facts: ScanFacts, mozilla: dict | None = None, *, target_profil
     4. recommendations towards `target_profile` with the grade predicted after all of them."""
     source = mozilla if _complete(mozilla) else profile_report(facts)
     verdicts = explain_mozilla(accept_custom_ca(source, facts), "sslyze" if _complete(mozilla) else "tlsaudit")
-    _, predicted = predict_all(facts, target_profile)
+    recommendations = recommend(facts, target_profile)  # once: predicting from them is what predict_all does
     return AuditReport(
         grade=grade(facts, now=now),
         findings=derive_findings(facts, now=now),
-        recommendations=recommend(facts, target_profile),
-        predicted=predicted,
+        recommendations=recommendations,
+        predicted=grade_after(facts, [r for r in recommendations if r.kind == "security"]),
         mozilla=verdicts,
         best_profile=best_profile(verdicts),
         target_profile=target_profile,

@@ -42,6 +42,14 @@ def preferred(site_id: int, minutes: int, choice: int = 0) -> int:
     return int.from_bytes(digest[8 * choice:8 * choice + 8], "big") % minutes
 
 
+def second_of_minute(site_id: int) -> int:
+    """The second (0-59) at which the site's scheduled audit starts within its minute: beat fires every
+    entry at second 0, as does every other cron job on the internet; a stable second per site spreads
+    the minute's starts over it (and the audited servers see the same time every night)."""
+    digest = hashlib.sha256(f"second:{site_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % 60
+
+
 def place(site_id: int, load: Counter, minutes: int, capacity: int) -> int:
     """The site's minute: the less loaded of its two hashed choices (two choices keep the busiest minute
     near the average where one would leave random clumps), else the next minute with room after the

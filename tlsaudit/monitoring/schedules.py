@@ -170,7 +170,8 @@ def claim_run(site, run_date: date, *, caught_up: bool = False) -> ScheduledRun 
 
 def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool = False,
                   run_date: date | None = None) -> str:
-    """Claim the site's run for the (UTC) date and queue its audit."""
+    """Claim the site's run for the (UTC) date and queue its audit, to start at the site's own second
+    of the minute (beat fires every entry at second 0)."""
     site = Site.objects.select_related("organization").filter(pk=site_id).first()
     if site is None:
         return "skipped"  # deleted since beat read its entry
@@ -179,7 +180,7 @@ def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool 
     if run is None:
         return "duplicate"
     try:
-        audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE)
+        audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE, delay_s=nightly.second_of_minute(site.pk))
     except QueueUnavailable as refusal:
         audit = refusal.row  # saved and marked unsent: the reaper sends it once the broker answers
     ScheduledRun.objects.filter(pk=run.pk).update(audit=audit)

@@ -49,11 +49,12 @@ def run_audit(self, audit_id: int) -> str:
 
 
 def scan_and_store(audit, target, attempt: int) -> str:
+    progress = services.ProgressRecorder(audit.pk, attempt)
     try:
         with ca_file_for(audit.site.organization) as ca_file:
             outcome = run_scan(target.host, target.port, ip=target.ip, ca_file=ca_file,
                                allow_private=settings.ALLOW_PRIVATE_TARGETS,
-                               on_progress=services.ProgressRecorder(audit.pk, attempt),
+                               on_progress=progress,
                                network_timeout=settings.SCAN_NETWORK_TIMEOUT, max_retries=1,
                                per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER,
                                resolver=settings.DNS_RESOLVER, deadline_s=settings.AUDIT_DEADLINE_SECONDS,
@@ -64,6 +65,7 @@ def scan_and_store(audit, target, attempt: int) -> str:
                                              "s: the server answers too slowly or stalls some handshakes.",
             attempt=attempt)
         return "failed"
+    progress.flush()
     return retrying_while_database_down(services.store_outcome, audit.pk, outcome, attempt).status
 
 

@@ -384,52 +384,75 @@ class _SideProbes:
     alpn_check: Check
     hsts: Hsts | None
     hsts_check: Check
+    clients: list
+    post_quantum: PostQuantum    # as probed, before knowing whether the server offers TLS 1.3
 
 
 def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> _SideProbes:
-    """ALPN and HSTS, on a thread of their own while sslyze runs (each connection takes its slot of
-    the address's gate like sslyze's, so the per-IP limit still holds). Off HTTP neither means
-    anything: not applicable, and no HTTP request is sent to a mail or database server."""
+    """The probes that need nothing sslyze finds (ALPN then HSTS, client simulation, post-quantum
+    groups), side by side on threads of their own while sslyze runs. Each connection takes its slot
+    of the address's gate like sslyze's, so the per-IP limit still holds: they fill the slots
+    sslyze's commands leave idle instead of running after them (issue #16)."""
+    with ThreadPoolExecutor(3, thread_name_prefix="beside") as pool:
+        http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
+        simulated = pool.submit(simulate_clients, scan, endpoint)
+        hybrid = pool.submit(probe_post_quantum, scan, endpoint)
+        return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result())
+
+
+def probe_alpn_and_hsts(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> tuple:
+    """Off HTTP neither means anything: not applicable, and no HTTP request is sent to a mail or
+    database server."""
     if not service.http:
-        return not_applicable_side_probes(scan, service)
+        return not_applicable_http_probes(scan, service)
     with scan.phase("alpn", report=False):
         alpn, alpn_check = probes.probe_alpn(endpoint)
     scan.report("alpn", DONE if alpn_check.tested else ERROR)
     with scan.phase("hsts", report=False):
         hsts, hsts_check = measure_hsts(endpoint)
     scan.report("hsts", DONE if hsts_check.tested else ERROR)
-    return _SideProbes(alpn, alpn_check, hsts, hsts_check)
+    return alpn, alpn_check, hsts, hsts_check
 
 
-def not_applicable_side_probes(scan: "_Scan", service: Service) -> _SideProbes:
+def simulate_clients(scan: "_Scan", endpoint: probes.Endpoint) -> list:
+    with scan.phase("clients"):
+        return clients.simulate_clients(endpoint)
+
+
+def probe_post_quantum(scan: "_Scan", endpoint: probes.Endpoint) -> PostQuantum:
+    """Probed without waiting to learn whether TLS 1.3 is offered: interpret_post_quantum reads it after."""
+    with scan.phase("post_quantum", report=False):   # run_probes reports the outcome, once interpreted
+        return tls13.probe_post_quantum(endpoint)
+
+
+def not_applicable_http_probes(scan: "_Scan", service: Service) -> tuple:
     why = f"{service.label} is not HTTP"
     alpn = Check(NOT_APPLICABLE, reason=f"{why}: ALPN here chooses between HTTP versions (h2, http/1.1).")
     hsts = Check(NOT_APPLICABLE, reason=f"{why}: HSTS is an HTTP header that only browsers obey.")
     scan.report("alpn", SKIPPED)
     scan.report("hsts", SKIPPED)
-    return _SideProbes([], alpn, None, hsts)
+    return [], alpn, None, hsts
 
 
 def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side: _SideProbes) -> None:
+    """What needs sslyze's findings (the suites to order), then the side probes' results read in their light."""
     with scan.phase("preference"):
         facts.preferences = measure_preferences(scan, facts, endpoint)
     facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
-    with scan.phase("post_quantum", report=False):
-        facts.post_quantum = measure_post_quantum(facts, endpoint)
+    facts.client_simulation = side.clients
+    facts.post_quantum = interpret_post_quantum(facts, side.post_quantum)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
-    with scan.phase("clients"):
-        facts.client_simulation = clients.simulate_clients(endpoint)
 
 
-def measure_post_quantum(facts: ScanFacts, endpoint: probes.Endpoint) -> PostQuantum:
-    """Hybrid groups exist in TLS 1.3 only: without it the answer is no, with nothing to probe."""
+def interpret_post_quantum(facts: ScanFacts, probed: PostQuantum) -> PostQuantum:
+    """Hybrid groups exist in TLS 1.3 only: what sslyze found about TLS 1.3 decides what the probe means."""
     if not facts.protocol_tested("TLSv1.3"):
         return PostQuantum(Check(NOT_TESTED, reason="TLS 1.3 support is unknown, so post-quantum groups were "
                                                     "not probed."))
     if not facts.supports("TLSv1.3"):
         return PostQuantum(Check(BAD, detail="Post-quantum key exchange needs TLS 1.3, which the server does "
                                              "not offer."), rejected=PQ_GROUPS)
-    return tls13.probe_post_quantum(endpoint)
+    return probed
 
 
 def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:
