@@ -11,6 +11,8 @@ from django.urls import reverse
 
 from tests.domain.test_service_grading import service_facts
 from tests.loadtests.conftest import verify
+from tlsaudit.alerts.models import AlertEvent, Webhook, WebhookDelivery
+from tlsaudit.alerts.services import alert_message, webhook_body
 from tlsaudit.audits.models import Audit
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.loadtests.models import PerfRun
@@ -266,3 +268,15 @@ def test_the_pdf_report_says_what_is_not_applicable(mail_audit):
     assert "HSTS is an HTTP header; an SMTP server sends none." in page
     assert "Browser probe</b>: Not applicable to an SMTP (STARTTLS) service" in page
     assert "Not tested: HTTP headers" not in page
+
+
+def test_alert_emails_and_webhooks_name_the_service(mail_site):
+    event = AlertEvent.objects.create(organization=mail_site.organization, site=mail_site, kind="grade_dropped",
+                                      dedupe_key="k", title="Grade dropped from A to B")
+    message = alert_message(event, "alice@agency-a.test")
+    assert message.subject.endswith("smtp://mail.example.com:25: Grade dropped from A to B")
+    assert "smtp://mail.example.com:25" in message.body
+    hook = Webhook.objects.create(organization=mail_site.organization, url="https://hooks.example.com/x")
+    body = webhook_body(WebhookDelivery.objects.create(webhook=hook, event=event), 1)
+    assert {k: body["site"][k] for k in ("host", "port", "service", "origin")} == {
+        "host": "mail.example.com", "port": 25, "service": "smtp", "origin": "smtp://mail.example.com:25"}
