@@ -121,6 +121,14 @@ def test_editing_an_smtp_site_shows_its_url_and_keeps_its_service(login, alice, 
     assert (mail_site.service, mail_site.https_port, mail_site.name) == ("smtp", 25, "Mail")
 
 
+def test_an_ipv6_ldap_site_is_edited_as_a_url_that_parses_back(org_a):
+    site = Site.objects.create(organization=org_a, hostname="2001:db8::1", service="ldap", https_port=389)
+    form = SiteForm(instance=site, org=org_a)
+    assert form.initial["address"] == "ldap://[2001:db8::1]"
+    assert SiteForm({"address": form.initial["address"], "https_port": "389"}, instance=site, org=org_a,
+                    check_dns=False).is_valid()
+
+
 def test_changing_the_service_moves_a_usual_port_to_the_new_services(login, alice, org_a, site_a):
     # Given shop.example.com on 443, edited to imaps:// with the port field still at 443: 993, not IMAPS on 443.
     url = reverse("sites:edit", args=[org_a.slug, site_a.pk])

@@ -54,8 +54,7 @@ class SiteForm(forms.ModelForm):
         self.check_dns = check_dns
         if self.instance.pk:
             # An SMTP site is edited as smtp://host, so saving it unchanged keeps its service.
-            host = self.instance.display_hostname
-            self.initial.setdefault("address", host if self.instance.is_http else f"{self.instance.service}://{host}")
+            self.initial.setdefault("address", address_of(self.instance))
             self.initial.setdefault("tags_text", ", ".join(t.name for t in self.instance.tags.all()))
 
     def clean_address(self):
@@ -124,9 +123,9 @@ class SiteForm(forms.ModelForm):
     def _service_of(self, parsed, chosen: str) -> str:
         """The address's scheme names the service (http:// and https:// are HTTPS); the Service field may
         say it instead, but not contradict it; neither: HTTPS."""
-        named = HTTPS if parsed.scheme in (None, "http", "https") else parsed.scheme
         if parsed.scheme is None:
             return chosen or HTTPS
+        named = HTTPS if parsed.scheme in ("http", "https") else parsed.scheme
         if chosen and chosen != named:
             self.add_error("service", f"The address says {parsed.scheme}:// but this field says "
                                       f"{service_named(chosen).label}: change one of them.")
@@ -182,6 +181,15 @@ class SiteForm(forms.ModelForm):
         tags = [Tag.objects.get_or_create(organization=self.org, name=name)[0]
                 for name in self.cleaned_data["tags_text"]]
         site.tags.set(tags)
+
+
+def address_of(site) -> str:
+    """What the edit form shows: the host for HTTPS, the service's URL otherwise (smtp://mail.example.com,
+    ldap://[2001:db8::1]), so that saving it unchanged keeps the service."""
+    host = site.display_hostname
+    if site.is_http:
+        return host
+    return f"{site.service}://[{host}]" if ":" in host else f"{site.service}://{host}"
 
 
 class BulkImportForm(forms.Form):
