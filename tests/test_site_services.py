@@ -268,6 +268,7 @@ def test_the_audit_page_says_hsts_is_not_applicable_with_why(login, alice, mail_
     assert "No cap, no warning: the best grade for this service." in page
     assert "HSTS not enabled" not in page and "Strict-Transport-Security" not in page
     assert "postfix" in page
+    assert "make the same change in your SMTP (STARTTLS) server's TLS settings" in page
 
 
 def test_the_pdf_report_says_what_is_not_applicable(mail_audit):
