@@ -170,7 +170,7 @@ def test_the_https_audit_json_says_https_and_has_nothing_not_applicable():
 def test_the_text_report_names_the_service_and_what_does_not_apply():
     facts = service_facts()
     text = render_text(facts, build_report(facts), 1.5)
-    assert text.startswith("TLS Audit of smtp://localhost:25, SMTP (STARTTLS) (127.0.0.1)")
+    assert text.splitlines()[:2] == ["TLS Audit of localhost:25 (127.0.0.1) in 1.5 s", " Service: SMTP (STARTTLS)"]
     assert "Not applicable    plus.hsts: HSTS is an HTTP header" in text
     assert "not tested" not in text.split("Rating")[1]
 

@@ -10,18 +10,16 @@ MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "inf
 
 
 def render_text(facts, report, duration_s: float) -> str:
-    lines = [f"TLS Audit of {_target(facts)} ({facts.ip}) in {duration_s:.1f} s", ""]
+    lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", *_service_line(facts), ""]
     lines += _protocols(facts) + [""] + _suites(facts) + [""] + _post_quantum(facts) + [""]
     lines += _client_simulation(facts) + [""] + _certificates(facts) + [""]
     lines += _findings(report) + [""] + _grade(report)
     return "\n".join(lines) + "\n"
 
 
-def _target(facts) -> str:
-    """host:port for HTTPS, as before #18; otherwise the service's URL and name: smtp://host:25, SMTP (STARTTLS)."""
-    if facts.service == HTTPS:
-        return f"{facts.host}:{facts.port}"
-    return f"{facts.service}://{facts.host}:{facts.port}, {service_named(facts.service).label}"
+def _service_line(facts) -> list[str]:
+    """Under the title, another service than HTTPS is named (the title reads as before #18)."""
+    return [] if facts.service == HTTPS else [f" Service: {service_named(facts.service).label}"]
 
 
 def _protocols(facts) -> list[str]:
