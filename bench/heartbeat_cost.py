@@ -106,7 +106,7 @@ def beat_for(audits: list[tuple[int, int]], seconds: float) -> dict:
     backends = []
     with ExitStack() as stack:
         for audit_id, attempt in audits:
-            stack.enter_context(keep_alive(audit_id, attempt, f"tlsaudit:bench-heartbeat:{audit_id}"))
+            stack.enter_context(keep_alive(audit_id, attempt, [f"tlsaudit:bench-heartbeat:{audit_id}"], f"{audit_id}"))
         while time.monotonic() - started < seconds:
             time.sleep(1)
             backends.append(counters()["backends"])

@@ -47,13 +47,14 @@ def test_it_beats_every_running_audit_of_the_process(org_a):
     started = timezone.now()
     with ExitStack() as stack:
         for audit_id, attempt in runs:
-            stack.enter_context(keep_alive(audit_id, attempt, f"tlsaudit:test-lock:{audit_id}"))
+            stack.enter_context(keep_alive(audit_id, attempt, [f"tlsaudit:test-lock:{audit_id}"], f"{audit_id}"))
         wait_until(lambda: all(beat > started for beat in beats(runs).values()), 10, "a beat of all three")
 
 
 def test_a_run_that_lost_its_row_is_no_longer_beaten(org_a):
     (lost, attempt), (kept, kept_attempt) = claimed(org_a, 2)
-    with keep_alive(lost, attempt, "tlsaudit:test-lock:lost"), keep_alive(kept, kept_attempt, "tlsaudit:test-lock:kept"):
+    with (keep_alive(lost, attempt, ["tlsaudit:test-lock:lost"], f"{lost}"),
+          keep_alive(kept, kept_attempt, ["tlsaudit:test-lock:kept"], f"{kept}")):
         Audit.objects.filter(pk=lost).update(status=Audit.Status.QUEUED)  # the reaper re-queued it
         wait_until(lambda: lost not in heartbeats().runs, 10, "the lost run to be dropped")
         frozen = beats([(lost, attempt)])[lost]
@@ -68,6 +69,6 @@ def test_a_run_that_lost_its_row_is_no_longer_beaten(org_a):
 def test_an_idle_process_holds_no_database_connection(org_a):
     (audit_id, attempt), = claimed(org_a, 1)
     before = heartbeat_backends()
-    with keep_alive(audit_id, attempt, "tlsaudit:test-lock:idle"):
+    with keep_alive(audit_id, attempt, ["tlsaudit:test-lock:idle"], f"{audit_id}"):
         wait_until(lambda: heartbeat_backends() == before + 1, 10, "the heartbeat thread's connection")
     wait_until(lambda: heartbeat_backends() == before, 5, "the heartbeat thread to close its connection")

@@ -91,3 +91,24 @@ def nightly_at(site_id: int, due: str) -> dict:
     SiteSchedule.objects.filter(pk=schedule.pk).update(created_at=moment - timedelta(days=2))
     PeriodicTask.objects.filter(pk=schedule.periodic_task_id).update(last_run_at=moment - timedelta(days=1))
     return {"task": schedule.periodic_task_id}
+
+
+def lab_load_run(ca_file: str, https_port: int, http_port: int, params: dict) -> dict:
+    """A verified site on a lab server (localhost pinned to 127.0.0.1) and its queued load run, sent to
+    the broker: {"site", "run", "locks"} (the target locks its start task takes)."""
+    from django.utils import timezone
+
+    from tlsaudit.core import locks
+    from tlsaudit.loadtests import services
+    from tlsaudit.loadtests.verification import verification_for
+    from tlsaudit.sites.models import Site
+
+    user, org = owner("loader@faults.test", "correct horse battery staple", "Faults load", ca_file)
+    site = Site.objects.create(organization=org, hostname="localhost", https_port=https_port, http_port=http_port,
+                               pinned_ip="127.0.0.1", name="Lab", created_by=user)
+    verification = verification_for(site)
+    verification.record_pass("http", timezone.now(), ["127.0.0.1"])
+    verification.save()
+    run = services.queue_run(site, "load", params, user=user)
+    keys = locks.keys(services.LOCK_KIND, "127.0.0.1", [port for _, port in services.target_ports(run)])
+    return {"site": site.pk, "run": run.pk, "locks": keys}

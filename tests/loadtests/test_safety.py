@@ -180,15 +180,39 @@ def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a
     from tlsaudit.loadtests.services import reap_abandoned_runs
 
     past = timezone.now() - timezone.timedelta(hours=1)
+    taken = locks.keys("load", "192.0.2.7", [site_a.https_port])
     stuck = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
-                                   status="running", started_at=past, deadline_at=past, ip="192.0.2.7")
+                                   status="running", started_at=past, deadline_at=past, ip="192.0.2.7",
+                                   lock_keys=taken)
     fresh = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"},
                                    status="running", started_at=timezone.now(),
                                    deadline_at=timezone.now() + timezone.timedelta(minutes=5), ip="192.0.2.8")
-    assert locks.take(locks.keys("load", "192.0.2.7", [site_a.https_port]), locks.holder_for(stuck.pk), 60)
+    assert locks.take(taken, services.run_holder(stuck.pk), 60)
     assert reap_abandoned_runs() == 1
     stuck.refresh_from_db()
     fresh.refresh_from_db()
     assert (stuck.status, stuck.error_code) == ("failed", "worker_lost")
     assert fresh.status == "running"
     assert cache.get(f"tlsaudit:loadlock:192.0.2.7:{site_a.https_port}") is None
+
+
+def test_a_cancelled_runs_locks_are_the_ones_it_took_even_after_its_ports_changed(site_a, org_a):
+    # The outside review: rebuilt from the site's ports at the end, an edited port freed the wrong keys
+    # and left the run's real lock held until its lease ran out.
+    from django.core.cache import cache
+
+    from tlsaudit.core import locks, runners
+
+    run = PerfRun.objects.create(site=site_a, organization=org_a, kind="load", params={"scheme": "https"})
+    taken = locks.keys(services.LOCK_KIND, "192.0.2.9", [port for _, port in services.target_ports(run)])
+    start_task = locks.holder_for(run.pk, runners.this_process())
+    assert locks.take(taken, start_task, 60)
+    assert services.claim(run.pk, "192.0.2.9", [], 60, taken)
+    assert locks.hand_over(taken, start_task, services.run_holder(run.pk), 60)
+    site_a.https_port = 8443
+    site_a.save()
+    run.refresh_from_db()
+    assert run.lock_keys == taken and services.target_ports(run) == [("https", 8443)]
+    services.finish(run, PerfRun.Status.CANCELLED, "cancelled", "Stopped on request.")
+    services.release_locks(run)
+    assert [cache.get(lock) for lock in taken] == [None]

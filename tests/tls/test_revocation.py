@@ -25,7 +25,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, NameOID, SignatureAlgorithmOID
 
 from tests import hostile
 from tests.support.tls_servers import launch_nginx, nginx_conf, require_nginx, wait_for_ports
@@ -63,11 +63,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_responder(index: Path, port: int, signer: Path, signer_key: Path, ca: Path) -> subprocess.Popen:
+def start_responder(index: Path, port: int, signer: Path, signer_key: Path, ca: Path, *options: str) -> subprocess.Popen:
     """`openssl ocsp` answering from `index` on `port`, once it says it listens. (Not by connecting to
     it: a connection closed without a request leaves its one-at-a-time loop stuck.)"""
     process = subprocess.Popen(["openssl", "ocsp", "-index", str(index), "-port", str(port), "-rsigner", str(signer),
-                                "-rkey", str(signer_key), "-CA", str(ca), "-ndays", "1"],
+                                "-rkey", str(signer_key), "-CA", str(ca), "-ndays", "1", *options],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     said = b""
     while b"waiting for OCSP client connections" not in said:
@@ -340,6 +340,34 @@ def test_an_answer_signed_by_anyone_but_the_issuer_is_refused(lab, tmp_path):
     assert (answer.status, answer.why) == (NOT_TESTED, "bad_signature")
 
 
+def test_an_answer_signed_with_rsa_pss_is_believed(tmp_path):
+    """The outside review: a responder signing with RSASSA-PSS (OpenSSL's -rsigopt rsa_padding_mode:pss)
+    was reported as a bad signature, since only PKCS#1 v1.5 was verified. (The lab's CAs are EC: this
+    one is RSA.)"""
+    issuer = pki.make_ca("PSS Responder CA", key="rsa2048")
+    leaf = pki.issue_leaf(issuer)
+    port = free_port()
+    index = tmp_path / "index.txt"
+    index.write_text(index_line(leaf))
+    issuer_file = pki.write_pem(tmp_path / "issuer.pem", issuer)
+    process = start_responder(index, port, issuer_file, pki.write_key(tmp_path / "issuer.key", issuer), issuer_file,
+                              "-rsigopt", "rsa_padding_mode:pss", "-rsigopt", "rsa_pss_saltlen:digest")
+    url = f"http://127.0.0.1:{port}/"
+    fetch = {"allow_private": True, "timeout": 2, "deadline": revocation.budget(None)}
+    request = ocsp.OCSPRequestBuilder().add_certificate(leaf.cert, issuer.cert, hashes.SHA1()).build()
+    try:
+        raw = revocation.fetch_url(url, post=request.public_bytes(serialization.Encoding.DER),
+                                   content_type="application/ocsp-request", max_bytes=revocation.MAX_OCSP_BYTES,
+                                   **fetch)
+        answer = revocation.ask_responder(url, leaf.cert, issuer.cert, **fetch)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+    assert ocsp.load_der_ocsp_response(raw).signature_algorithm_oid == SignatureAlgorithmOID.RSASSA_PSS
+    assert (answer.status, answer.method) == (GOOD, OCSP_RESPONDER), answer
+
+
 def test_an_answer_without_a_next_update_is_trusted_only_while_recent():
     """The outside review: with no nextUpdate an old stapled "good" (from before a revocation) never went
     stale. Now such an answer older than MAX_UNDATED_AGE is not trusted; dated ones keep their own rule."""
@@ -379,3 +407,32 @@ def test_a_delegated_responder_speaks_for_the_issuer_only_while_its_certificate_
     expired = delegated_answer(issuer, leaf, now - timedelta(days=60), now - timedelta(days=1))
     assert revocation.ocsp_signed_by_ca(valid, issuer.cert) is True
     assert revocation.ocsp_signed_by_ca(expired, issuer.cert) is False
+
+
+def test_a_complete_answer_is_read_without_waiting_for_the_server_to_close():
+    """The outside review: the fetch read until the server closed, so a responder that keeps the
+    connection open after a complete answer cost the whole revocation budget (then a timeout)."""
+    body = b"\x30\x03\x0a\x01\x06"      # an OCSP response's DER; any bytes do for the fetch
+    answer = b"HTTP/1.0 200 OK\r\nContent-Type: application/ocsp-response\r\nContent-Length: 5\r\n\r\n" + body
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        held = []
+
+        def answer_and_hold():
+            conn, _ = listener.accept()
+            conn.recv(65536)
+            conn.sendall(answer)
+            held.append(conn)          # never closed until the test ends
+
+        server = threading.Thread(target=answer_and_hold, daemon=True)
+        server.start()
+        try:
+            fetched = revocation.fetch_url(f"http://127.0.0.1:{listener.getsockname()[1]}/", allow_private=True,
+                                           timeout=2, deadline=revocation.budget(None))
+        finally:
+            server.join(timeout=5)
+            for conn in held:
+                conn.close()
+
+    assert fetched == body

@@ -19,6 +19,7 @@ from django.core.cache import cache
 from django.utils import timezone
 from redis.commands.core import Script
 
+from tlsaudit.core.rediscache import redis_client
 from tlsaudit.domain.ratelimit import Tally, in_words, seconds_until_free, sliding_log, tally
 
 logger = logging.getLogger(__name__)
@@ -126,12 +127,6 @@ def count_in_cache(key: str, limit: int, window_s: int) -> Tally:
         verdict, log = sliding_log(cache.get(bucket, []), int(time.time() * 1000), limit, window_s * 1000)
         cache.set(bucket, log, timeout=window_s)
     return verdict
-
-
-def redis_client():
-    """The default cache's Redis connection (its pool, timeouts and database), or None if it is not Redis."""
-    get_client = getattr(getattr(cache, "_cache", None), "get_client", None)
-    return get_client(write=True) if get_client is not None else None
 
 
 def clear_counters() -> int:

@@ -158,6 +158,8 @@ class PerfRun(models.Model):
                                      related_name="+")
     host = models.CharField(max_length=253, blank=True)
     ip = models.GenericIPAddressField(null=True, blank=True)
+    # The target locks (core.locks keys) its start task took and handed to it: what its end releases.
+    lock_keys = models.JSONField(default=list, blank=True)
     error_code = models.CharField(max_length=40, blank=True)
     error_message = models.TextField(blank=True)
     # One entry per finished step: {"step": i, "label", "scheme", "level", "mode", "result", "report"}

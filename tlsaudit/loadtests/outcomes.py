@@ -14,6 +14,8 @@ from tlsaudit.loadtests.models import LoadLimits, PerfRun
 STALL_MARGIN_S = 5.0
 NO_LOAD = "No load was sent."
 BUSY = "Another run against this server did not finish in time; please retry."
+# The start task's target locks expired or Redis failed between its claim and their hand-over to the run.
+LOCK_LOST = f"The lock on this server could not be kept for the run (the cache did not answer). {NO_LOAD} Please retry."
 
 
 def stall_after(timeout_s: float) -> float:
@@ -34,7 +36,7 @@ def ended_early(run) -> bool:
                                            "the steps that finished are kept.")
     else:
         return False
-    services.release_locks(run, run.ip)
+    services.release_locks(run)
     return True
 
 

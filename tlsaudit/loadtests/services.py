@@ -232,13 +232,14 @@ def resend_queued_runs() -> int:
 
 # --- the run on the worker ---------------------------------------------------------------
 
-def claim(run_id: int, ip: str, steps: list[dict], max_duration_s: int) -> bool:
-    """One atomic UPDATE: whoever flips queued -> running owns the run."""
+def claim(run_id: int, ip: str, steps: list[dict], max_duration_s: int, lock_keys: list[str]) -> bool:
+    """One atomic UPDATE: whoever flips queued -> running owns the run (and records the target locks it
+    took, the very keys its end releases, whatever the site's ports are by then)."""
     now = timezone.now()
     return PerfRun.objects.filter(pk=run_id, status=PerfRun.Status.QUEUED, cancel_requested=False).update(
         status=PerfRun.Status.RUNNING, started_at=now, deadline_at=now + timedelta(seconds=max_duration_s), ip=ip,
         progress={"steps": [{"label": s["label"], "status": "pending"} for s in steps], "current": 0},
-        work_done=0, work_total=sum(s["work"] for s in steps)) == 1
+        work_done=0, work_total=sum(s["work"] for s in steps), lock_keys=lock_keys) == 1
 
 
 def save_plan(run_id: int, steps: list[dict]) -> None:
@@ -253,11 +254,16 @@ def target_ports(run: PerfRun) -> list[tuple[str, int]]:
     return plans.target_ports(run.kind, run.params, plans.ports_of(run.site))
 
 
-def release_locks(run: PerfRun, ip: str | None) -> None:
-    """Free the run's ip:port locks, taken by its start task through the gate (workers/tasks/gate.py) and
-    held by the run, not a process, until its end: its last step or the reaper frees them."""
-    if ip:
-        locks.release(locks.keys(LOCK_KIND, ip, [port for _, port in target_ports(run)]), locks.holder_for(run.pk))
+def run_holder(run_id: int) -> str:
+    """What a claimed run's target locks hold: the run alone, no process (they outlive its start task)."""
+    return locks.holder_for(run_id)
+
+
+def release_locks(run: PerfRun) -> None:
+    """Free the target locks the run took (taken by its start task through the gate, workers/tasks/gate.py,
+    and held by the run until its end: its last step or the reaper frees them). The keys recorded at its
+    claim, not ones rebuilt from the site's ports, which may have been edited since."""
+    locks.release(run.lock_keys, run_holder(run.pk))
 
 
 def mark_step(run_id: int, index: int, status: str) -> None:
@@ -427,6 +433,6 @@ def reap_abandoned_runs(now=None) -> int:
     count = 0
     for run in stale:
         fail(run, "worker_lost", "The run was interrupted (its worker stopped); the steps that finished are kept.")
-        release_locks(run, run.ip)
+        release_locks(run)
         count += 1
     return count

@@ -44,7 +44,7 @@ def run_audit(self, audit_id: int) -> str:
         attempt = services.claim(audit_id)
         if not attempt:
             return gate.SKIPPED
-        with keep_alive(audit_id, attempt, lock.key):
+        with keep_alive(audit_id, attempt, lock.keys, lock.holder):
             return scan_and_store(audit, target, attempt)
 
 
@@ -56,7 +56,8 @@ def scan_and_store(audit, target, attempt: int) -> str:
                                on_progress=services.ProgressRecorder(audit.pk, attempt),
                                network_timeout=settings.SCAN_NETWORK_TIMEOUT, max_retries=1,
                                per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER,
-                               resolver=settings.DNS_RESOLVER, deadline_s=settings.AUDIT_DEADLINE_SECONDS)
+                               resolver=settings.DNS_RESOLVER, deadline_s=settings.AUDIT_DEADLINE_SECONDS,
+                               service=audit.site.service)
     except SoftTimeLimitExceeded:
         retrying_while_database_down(
             services.fail, audit, "timeout", f"The audit did not finish within {settings.AUDIT_SOFT_TIME_LIMIT} "

@@ -13,6 +13,7 @@ A function that ends the opening raises `Stop`; `@opening` turns that into the s
 from __future__ import annotations
 
 import functools
+import secrets
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -99,24 +100,25 @@ class TargetLock:
     holder: str
     kept: bool = field(default=False)
 
-    @property
-    def key(self) -> str:
-        return self.keys[0]
-
-    def keep(self) -> None:
-        """Hold the locks past the task (a load run's last step releases them)."""
-        self.kept = True
+    def keep(self, owner: str, seconds: int) -> bool:
+        """Hand the locks to `owner` for `seconds`, past the task (a load run: its last step or the reaper
+        releases them). False when they were not all still this holder's, or Redis failed: nothing kept."""
+        self.kept = locks.hand_over(self.keys, self.holder, owner, seconds)
+        return self.kept
 
 
-def holder_of(row_id: int, outlives_task: bool = False) -> str:
-    """This process holds the lock for the row, unless the lock outlives the task that takes it."""
-    return locks.holder_for(row_id, "" if outlives_task else runners.this_process())
+def holder_of(row_id: int) -> str:
+    """This process holds the lock for the row: if it dies before its claim, the row's redelivered
+    message (or any other run) takes the lock over at once (core.locks). One take's own ("<id>.<nonce>"):
+    two deliveries of a row in one process (the threads pool) never share a lock, so the loser's release
+    cannot free the winner's, and a take that Redis ran twice (a lost reply, sent again) knows its lock."""
+    return locks.holder_for(f"{row_id}.{secrets.token_hex(4)}", runners.this_process())
 
 
 @contextmanager
 def target_lock(kind: str, ip: str, ports: Iterable[int], holder: str, seconds: int):
     """The `kind` locks of ip:port for each port, all or none, for `seconds` (core.locks). Yields a
-    TargetLock, or None when another run holds one; releases them on leaving unless `keep()` was called.
+    TargetLock, or None when another run holds one; releases them on leaving unless `keep()` handed them over.
 
     The release swallows RedisError, and only that, in every task: Redis gone at the end of a run must
     not turn a stored result into an error (the lock expires by itself), while any other error there is

@@ -1,7 +1,7 @@
 """The heartbeats of the audits a worker process runs, from one thread on one connection (closed when idle).
 
 Every AUDIT_HEARTBEAT_SECONDS the thread stamps the rows of all the process's running audits in one
-UPDATE (services.beat_all) and extends each one's ip:port lock (a Redis TOUCH). One thread per audit,
+UPDATE (services.beat_all) and extends each one's ip:port lock while it still holds it (core.locks.extend). One thread per audit,
 connecting for every beat (before issue #14), cost PostgreSQL 14 % of a core for 100 audits in flight
 at a 3 s heartbeat, mostly in connection start-ups; keeping one connection per audit would instead
 hold a second connection per running audit (100 audits exhausted a max_connections of 100). Here a
@@ -18,11 +18,11 @@ import threading
 from contextlib import contextmanager, suppress
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import connection
 from redis.exceptions import RedisError
 
 from tlsaudit.audits import services
+from tlsaudit.core import locks
 from workers.tasks.transient import DATABASE_DOWN
 
 log = logging.getLogger(__name__)
@@ -30,15 +30,15 @@ log = logging.getLogger(__name__)
 
 class Heartbeats:
     def __init__(self):
-        self.runs: dict[int, tuple[int, str]] = {}  # audit id -> (attempt, its lock's key)
+        self.runs: dict[int, tuple[int, list[str], str]] = {}  # audit id -> (attempt, its locks, their holder)
         self.guard = threading.Lock()
         self.idle = threading.Event()  # set when the last run left: close the connection now
         self.thread = threading.Thread(target=self.beat_forever, name="audit-heartbeats", daemon=True)
         self.thread.start()
 
-    def add(self, audit_id: int, attempt: int, lock_key: str) -> None:
+    def add(self, audit_id: int, attempt: int, lock_keys: list[str], holder: str) -> None:
         with self.guard:
-            self.runs[audit_id] = (attempt, lock_key)
+            self.runs[audit_id] = (attempt, lock_keys, holder)
 
     def discard(self, audit_id: int, attempt: int) -> None:
         with self.guard:
@@ -58,12 +58,12 @@ class Heartbeats:
             else:
                 connection.close()  # no audit to beat: an idle process holds no PostgreSQL connection
 
-    def beat(self, runs: dict[int, tuple[int, str]]) -> None:
-        for _, lock_key in runs.values():
-            with suppress(RedisError):
-                cache.touch(lock_key, settings.AUDIT_LEASE_SECONDS)
+    def beat(self, runs: dict[int, tuple[int, list[str], str]]) -> None:
+        for _, lock_keys, holder in runs.values():
+            with suppress(RedisError):  # a lock that expired meanwhile (and may be another run's) is not extended
+                locks.extend(lock_keys, holder, settings.AUDIT_LEASE_SECONDS)
         try:
-            lost = services.beat_all({audit_id: attempt for audit_id, (attempt, _) in runs.items()})
+            lost = services.beat_all({audit_id: run[0] for audit_id, run in runs.items()})
         except DATABASE_DOWN as exc:
             # A missed beat or two cost nothing: the lease is several beats, and the reaper looks twice.
             log.warning("audits %s: heartbeat not recorded (%s)", sorted(runs), exc)
@@ -85,12 +85,12 @@ def heartbeats() -> Heartbeats:
 
 
 @contextmanager
-def keep_alive(audit_id: int, attempt: int, lock_key: str):
+def keep_alive(audit_id: int, attempt: int, lock_keys: list[str], holder: str):
     """Beat the row's heartbeat and extend the target lock while the scan runs: a run whose beat stops
     for AUDIT_LEASE_SECONDS lost its worker; the reaper re-queues it, and its lock has expired by then,
     so the next attempt can scan the server."""
     beating = heartbeats()
-    beating.add(audit_id, attempt, lock_key)
+    beating.add(audit_id, attempt, lock_keys, holder)
     try:
         yield
     finally:

@@ -19,7 +19,7 @@ from tlsaudit.domain.abstats import ab_report
 from tlsaudit.loadtests import plans, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
-from tlsaudit.loadtests.outcomes import BUSY, NO_LOAD, agents_failed, ended_early, stall_after, step_problem
+from tlsaudit.loadtests.outcomes import BUSY, LOCK_LOST, NO_LOAD, agents_failed, ended_early, stall_after, step_problem
 from workers.celery import app
 from workers.load.client import merge_results, run_load
 from workers.load.handshake import matrix_suites, merge_handshake_results, run_handshakes
@@ -37,7 +37,7 @@ fail = gate.without_detail(services.fail)  # how the gate fails a run row
 def start_run(self, run_id: int) -> str:
     """1. load the queued run and check the site's proof still holds, 2. resolve and check the target
     (at the proven address), 3. pre-flight the ports it loads, 4. lock those ip:ports, 5. plan the steps,
-    6. claim the row atomically, 7. keep the locks (the run's end frees them), send the first step."""
+    6. claim the row atomically, 7. hand the locks to the run (its end frees them), send the first step."""
     run = gate.queued(PerfRun, run_id)
     unverified = services.unverified_reason(run.site)   # edited while the run was queued?
     if unverified:
@@ -49,15 +49,19 @@ def start_run(self, run_id: int) -> str:
     ports = services.target_ports(run)
     gate.reachable(run, target.ip, ports, fail, then=f" {NO_LOAD}")
     limits = LoadLimits.for_org(run.site.organization)
-    holder = gate.holder_of(run_id, outlives_task=True)
-    with gate.target_lock(services.LOCK_KIND, target.ip, [port for _, port in ports], holder,
-                          limits.max_duration_s + LOCK_MARGIN_SECONDS) as lock:
+    # Held by this process until the claim (a start task killed before it is taken over by its own
+    # redelivery), then handed to the run, which outlives this task.
+    seconds = limits.max_duration_s + LOCK_MARGIN_SECONDS
+    with gate.target_lock(services.LOCK_KIND, target.ip, [port for _, port in ports], gate.holder_of(run_id),
+                          seconds) as lock:
         if not lock:  # another run against this server is in progress
             gate.wait_for_target(self, LOCK_WAIT_SECONDS, give_up=lambda: services.fail(run, "busy", BUSY))
         steps = planned_steps(run, target.ip)
-        if not services.claim(run_id, target.ip, steps, limits.max_duration_s):
+        if not services.claim(run_id, target.ip, steps, limits.max_duration_s, lock.keys):
             return gate.SKIPPED
-        lock.keep()
+        if not lock.keep(services.run_holder(run_id), seconds):
+            services.fail(run, "lock_lost", LOCK_LOST)
+            return gate.FAILED
     services.save_plan(run_id, steps)
     dispatch_step(run_id, 0)
     return "started"
@@ -158,11 +162,11 @@ def merge_agents(outputs: list[dict], run_id: int, index: int) -> str:
         problem = step_problem(run, entry)
         if problem and not run.cancel_requested:
             services.fail(run, *problem)
-            services.release_locks(run, run.ip)
+            services.release_locks(run)
             return "failed"
     if errors and not run.cancel_requested:
         services.fail(run, *agents_failed(errors, index))
-        services.release_locks(run, run.ip)
+        services.release_locks(run)
         return "failed"
     if ended_early(run):
         return "ended"
@@ -170,7 +174,7 @@ def merge_agents(outputs: list[dict], run_id: int, index: int) -> str:
         dispatch_step(run_id, index + 1)
         return "next"
     services.finish(run, PerfRun.Status.DONE)
-    services.release_locks(run, run.ip)
+    services.release_locks(run)
     return "done"
 
 
@@ -194,5 +198,5 @@ def agent_lost(run_id: int, index: int) -> str:
         return "skipped"
     services.fail(run, "worker_lost", f"An agent of step {index + 1} stopped without a result (worker lost or "
                                       "time limit). Please retry.")
-    services.release_locks(run, run.ip)
+    services.release_locks(run)
     return "failed"

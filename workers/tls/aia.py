@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import re
 import socket
 from urllib.parse import urlsplit
 
@@ -111,13 +112,28 @@ def fetch_url(url: str, *, allow_private: bool, timeout: float, resolver: tuple[
 
 
 def read_limited(sock: socket.socket, limit: int) -> bytes:
+    """The response, up to the server's close or, when it names one, the end of its Content-Length (a
+    server that keeps the connection open after a complete answer costs no time), at most `limit` bytes."""
     data = bytearray()
     while len(data) < limit:
         chunk = sock.recv(65536)
         if not chunk:
             return bytes(data)
         data += chunk
+        if response_complete(data):
+            return bytes(data)
     raise ValueError(f"the response is larger than {limit} bytes")
+
+
+_CONTENT_LENGTH = re.compile(rb"\r\ncontent-length:[ \t]*([0-9]{1,12})[ \t]*\r\n", re.IGNORECASE)
+
+
+def response_complete(data: bytearray) -> bool:
+    head_end = data.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    length = _CONTENT_LENGTH.search(data, 0, head_end + 2)
+    return length is not None and len(data) - head_end - 4 >= int(length.group(1))
 
 
 def revalidate(deployment, chain: list[x509.Certificate], hostname: str, url: str) -> tuple[TrustResult, ...]:

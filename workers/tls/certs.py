@@ -15,6 +15,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, padding, rsa
 from cryptography.x509 import DNSName, IPAddress
+from cryptography.x509.oid import SignatureAlgorithmOID
 
 from tlsaudit.domain.hostmatch import hostname_matches
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
@@ -118,15 +119,16 @@ def _legacy_signature_verifies(cert: x509.Certificate, issuer: x509.Certificate)
         algorithm = cert.signature_hash_algorithm
     except Exception:               # an algorithm even the primitives lack
         return False
-    return signature_verifies(issuer.public_key(), cert.signature, cert.tbs_certificate_bytes, algorithm)
+    return signature_verifies(issuer.public_key(), cert.signature, cert.tbs_certificate_bytes, algorithm,
+                              pss=cert.signature_algorithm_oid == SignatureAlgorithmOID.RSASSA_PSS)
 
 
-def signature_verifies(key, signature: bytes, data: bytes, algorithm) -> bool:
-    """Does `key` (RSA PKCS#1 v1.5, ECDSA, Ed25519/Ed448) sign `data` with `signature`? Also for OCSP
-    responses (revocation.py), which cryptography parses but does not verify."""
+def signature_verifies(key, signature: bytes, data: bytes, algorithm, *, pss: bool = False) -> bool:
+    """Does `key` (RSA PKCS#1 v1.5 or, with `pss`, RSASSA-PSS; ECDSA; Ed25519/Ed448) sign `data` with
+    `signature`? Also for OCSP responses (revocation.py), which cryptography parses but does not verify."""
     try:
         if isinstance(key, rsa.RSAPublicKey):
-            key.verify(signature, data, padding.PKCS1v15(), algorithm)
+            key.verify(signature, data, rsa_padding(algorithm, pss), algorithm)
         elif isinstance(key, ec.EllipticCurvePublicKey):
             key.verify(signature, data, ec.ECDSA(algorithm))
         elif isinstance(key, (ed25519.Ed25519PublicKey, ed448.Ed448PublicKey)):
@@ -136,6 +138,14 @@ def signature_verifies(key, signature: bytes, data: bytes, algorithm) -> bool:
         return True
     except Exception:               # bad signature, or an algorithm even the primitives lack
         return False
+
+
+def rsa_padding(algorithm, pss: bool):
+    """PSS signatures name their salt length in parameters cryptography does not expose for OCSP
+    responses: AUTO reads it from the signature, and MGF1 uses the signature's hash, as every CA does."""
+    if not pss:
+        return padding.PKCS1v15()
+    return padding.PSS(mgf=padding.MGF1(algorithm), salt_length=padding.PSS.AUTO)
 
 
 def trust_results(path_validation_results, received: list[x509.Certificate] = (), hostname: str = "",

@@ -25,10 +25,13 @@ from sslyze import (
     ServerScanRequest,
     ServerScanResultAsJson,
 )
+from sslyze.connection_helpers.opportunistic_tls_helpers import ProtocolWithOpportunisticTlsEnum
+from sslyze.plugins.scan_commands import ScanCommand
 from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.scanfacts import (
     BAD,
+    NOT_APPLICABLE,
     NOT_TESTED,
     PQ_GROUPS,
     CertificateDeployment,
@@ -38,6 +41,7 @@ from tlsaudit.domain.scanfacts import (
     ScanFacts,
     ServerPreference,
 )
+from tlsaudit.domain.services import HTTPS, Service, service_named
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
 from workers.tls import aia, clients, outcomes, probes, revocation, sslyze_sockets, tls13
@@ -71,7 +75,8 @@ _DIAGNOSED_FAILURES = _HANDSHAKE_FAILURES | {"ConnectionToServerFailed"}
 # Pre-flight outcomes that end the audit before sslyze: nothing answers, or too slowly for any client.
 # The others (a TLS error, a reset) go on to sslyze, which tries versions and suites we cannot offer,
 # unless the server's first bytes were no TLS record at all (errors.speaks_no_tls).
-_HOPELESS = {outcomes.REFUSED, outcomes.CONNECT_TIMEOUT, outcomes.UNREACHABLE, outcomes.SILENT, outcomes.SLOW}
+_HOPELESS = {outcomes.REFUSED, outcomes.CONNECT_TIMEOUT, outcomes.UNREACHABLE, outcomes.SILENT, outcomes.SLOW,
+             outcomes.STARTTLS_REFUSED, outcomes.STARTTLS_STALLED}
 # The whole audit's deadline when the caller gives none (settings.AUDIT_DEADLINE_SECONDS in the app).
 DEFAULT_DEADLINE_S = 50.0
 # What sslyze leaves to our own probes (AIA, preference, ALPN, HSTS): at 150 ms RTT they took 3-6 s
@@ -106,9 +111,12 @@ def run_scan(
     per_server_connections: int = 5,
     resolver: tuple[str, int] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
+    service: str = HTTPS,
 ) -> ScanOutcome:
     """Scan one TLS endpoint within `deadline_s` seconds, whatever the server does. Errors a site
-    owner can act on come back in `outcome.error`, never raised.
+    owner can act on come back in `outcome.error`, never raised. `service` is a scheme of
+    domain/services.py: on a STARTTLS service every connection, sslyze's and ours, starts with its
+    clear-text prelude (starttls.py), and the HTTP-only checks are not applicable.
 
     1. Resolve and pin; 2. the pre-flight handshake: nothing answering, a trickle, or no TLS at all
     ends the audit here; 3. sslyze, until `PROBES_RESERVE_S` before the deadline (past it, the scan
@@ -116,6 +124,7 @@ def run_scan(
     4. our probes, until the deadline (one that finds no time left is "not tested", with why).
     Every socket of every step obeys the deadline and its own lifetime (workers/tls/deadline.py)."""
     filter_sslyze_warnings()
+    kind = service_named(service)   # UnknownService (a ValueError) for a caller's typo: loud
     scan = _Scan(on_progress)
     deadline = Deadline(deadline_s, connection_s=connection_limit(network_timeout))
     started_at = datetime.now(timezone.utc)
@@ -128,7 +137,8 @@ def run_scan(
     try:
         with scan.phase("reachability"), gates().held(target.ip, max(0.0, deadline.remaining())):
             reach = preflight.check_tls(target.ip, target.port, target.host, network_timeout,
-                                        total_s=bounded_wait(deadline, deadline.connection_s))
+                                        total_s=bounded_wait(deadline, deadline.connection_s),
+                                        starttls_dialect=kind.starttls)
     except DeadlineExceeded as exc:  # other audits of this address held every slot until our deadline
         error = TargetError(TIMEOUT, f"The audit of {target.host} did not start within its {deadline_s:g} s "
                                      f"deadline: {exc}. Nothing was graded.")
@@ -136,17 +146,17 @@ def run_scan(
     if reach.outcome in _HOPELESS or speaks_no_tls(reach):
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
-    endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline)
+    endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline, kind.starttls)
     # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
     # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
         beside = []
 
         def start_side_probes():
-            beside.append(side.submit(probe_beside_sslyze, scan, endpoint))
+            beside.append(side.submit(probe_beside_sslyze, scan, endpoint, kind))
 
         sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
-        result, connectivity_error = run_sslyze(target, scan, ca_file=ca_file, network_timeout=network_timeout,
+        result, connectivity_error = run_sslyze(target, scan, kind, ca_file=ca_file, network_timeout=network_timeout,
                                                 max_retries=max_retries, per_server_connections=per_server_connections,
                                                 deadline=sslyze_deadline, on_connected=start_side_probes)
         raw = trim_raw(sslyze_json(result))
@@ -155,9 +165,9 @@ def run_scan(
             return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
         if result.scan_result is None:
             error = specific_reach_error(reach, target.host) or diagnose_connectivity_error(
-                scan, target, connectivity_error, network_timeout, deadline)
+                scan, target, connectivity_error, network_timeout, deadline, kind.starttls)
             return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
-        facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None)
+        facts = build_facts(scan, target, result, started_at, use_custom_ca=ca_file is not None, service=kind)
         with scan.phase("aia"):
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
@@ -165,7 +175,8 @@ def run_scan(
         with ThreadPoolExecutor(1, thread_name_prefix="revocation") as checker:
             revoked = checker.submit(check_revocations, scan, facts, result, allow_private=allow_private,
                                      timeout=network_timeout, resolver=resolver, deadline=deadline)
-            run_probes(scan, facts, endpoint, beside[0].result() if beside else probe_beside_sslyze(scan, endpoint))
+            run_probes(scan, facts, endpoint,
+                       beside[0].result() if beside else probe_beside_sslyze(scan, endpoint, kind))
             facts.certificates = revoked.result()
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
@@ -180,19 +191,18 @@ def bounded_wait(deadline: Deadline, wait_s: float) -> float:
 
 # --- sslyze -----------------------------------------------------------------------------------
 
-def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, network_timeout: float,
-               max_retries: int, per_server_connections: int, deadline: Deadline,
+def run_sslyze(target: ResolvedTarget, scan: "_Scan", service: Service, *, ca_file: str | None,
+               network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
                on_connected: Callable[[], None] | None = None):
-    """All 18 commands against the pinned IP, every socket under `deadline` (past it, sslyze's
-    remaining jobs fail at once and its threads end); returns (ServerScanResult, connectivity
-    exception or None)."""
+    """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
+    `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
+    (ServerScanResult, connectivity exception or None)."""
     extra = ScanCommandsExtraArguments(
         certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
     request = ServerScanRequest(
         server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
-        network_configuration=ServerNetworkConfiguration(
-            tls_server_name_indication=target.host, network_timeout=network_timeout,
-            network_max_retries=max_retries),
+        network_configuration=network_configuration(target, service, network_timeout, max_retries),
+        scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
     observer = _ProgressObserver(scan, on_connected)
@@ -204,6 +214,25 @@ def run_sslyze(target: ResolvedTarget, scan: "_Scan", *, ca_file: str | None, ne
         results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
     report_commands(scan, results[0])
     return results[0], observer.connectivity_error
+
+
+def network_configuration(target: ResolvedTarget, service: Service, network_timeout: float,
+                          max_retries: int) -> ServerNetworkConfiguration:
+    """SNI = the host; on a STARTTLS service, sslyze's prelude for it (XMPP's stream is addressed to
+    the host too: sslyze takes the SNI for `to` unless told otherwise)."""
+    opportunistic = ProtocolWithOpportunisticTlsEnum[service.starttls] if service.starttls else None
+    return ServerNetworkConfiguration(
+        tls_server_name_indication=target.host, network_timeout=network_timeout, network_max_retries=max_retries,
+        tls_opportunistic_encryption=opportunistic)
+
+
+def scan_commands(service: Service) -> set[ScanCommand]:
+    """Every command, but sslyze's HTTP headers only where HTTP is spoken (it refuses STARTTLS, and on
+    SMTPS it would send an HTTP request to a mail server)."""
+    commands = set(ScanCommand)
+    if not service.http:
+        commands.discard(ScanCommand.HTTP_HEADERS)
+    return commands
 
 
 class _ProgressObserver(ScannerObserver):
@@ -237,6 +266,9 @@ def report_commands(scan: "_Scan", result) -> None:
         return
     for name in type(result.scan_result).__dataclass_fields__:
         attempt = getattr(result.scan_result, name)
+        if attempt.status.value == "NOT_SCHEDULED":
+            scan.report(name, SKIPPED)
+            continue
         scan.report(name, DONE if convert.completed(attempt) else ERROR)
 
 
@@ -265,13 +297,14 @@ def _walk_trim(node) -> None:
 
 
 def diagnose_connectivity_error(scan: "_Scan", target: ResolvedTarget, exc, network_timeout: float,
-                                deadline: Deadline) -> TargetError:
+                                deadline: Deadline, starttls_dialect: str | None = None) -> TargetError:
     exc_type = type(exc).__name__ if exc is not None else "Unknown"
     message = getattr(exc, "error_message", str(exc))
     wire = None
     if exc_type in _DIAGNOSED_FAILURES:
         with scan.phase("diagnose"):
-            wire = probes.diagnose_wire(target.ip, target.port, network_timeout, deadline)
+            wire = probes.diagnose_wire(target.ip, target.port, network_timeout, deadline,
+                                        starttls_dialect=starttls_dialect, host=target.host)
     return classify_connectivity_error(exc_type, message, ip=target.ip, port=target.port,
                                        timeout=network_timeout, wire=wire)
 
@@ -287,7 +320,7 @@ def safe_mozilla_report(result) -> dict:
 # --- facts ---------------------------------------------------------------------------------------
 
 def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datetime,
-                use_custom_ca: bool) -> ScanFacts:
+                use_custom_ca: bool, service: Service | None = None) -> ScanFacts:
     with scan.phase("convert"):
         scan_result = result.scan_result
         curves, curves_check = convert.curve_facts(scan_result)
@@ -305,9 +338,16 @@ def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datet
             certificates=convert.certificate_deployments(scan_result, target.host),
             trust_use_custom_ca=use_custom_ca,
             checks=convert.named_checks(scan_result),
-            errors=convert.command_errors(scan_result),
+            errors=scheduled_errors(scan_result),
             timed_out_suite_tests=convert.count_timed_out_suite_tests(scan_result),
+            service=(service or service_named(HTTPS)).scheme,
         )
+
+
+def scheduled_errors(scan_result) -> dict[str, str]:
+    """The commands that failed; a command we did not ask for (HTTP headers off HTTP) failed nothing."""
+    errors = convert.command_errors(scan_result)
+    return {name: reason for name, reason in errors.items() if reason != "not scheduled"}
 
 
 def complete_chains(facts: ScanFacts, result, *, allow_private: bool, timeout: float,
@@ -346,9 +386,12 @@ class _SideProbes:
     hsts_check: Check
 
 
-def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint) -> _SideProbes:
+def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> _SideProbes:
     """ALPN and HSTS, on a thread of their own while sslyze runs (each connection takes its slot of
-    the address's gate like sslyze's, so the per-IP limit still holds)."""
+    the address's gate like sslyze's, so the per-IP limit still holds). Off HTTP neither means
+    anything: not applicable, and no HTTP request is sent to a mail or database server."""
+    if not service.http:
+        return not_applicable_side_probes(scan, service)
     with scan.phase("alpn", report=False):
         alpn, alpn_check = probes.probe_alpn(endpoint)
     scan.report("alpn", DONE if alpn_check.tested else ERROR)
@@ -356,6 +399,15 @@ def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint) -> _SideProbes
         hsts, hsts_check = measure_hsts(endpoint)
     scan.report("hsts", DONE if hsts_check.tested else ERROR)
     return _SideProbes(alpn, alpn_check, hsts, hsts_check)
+
+
+def not_applicable_side_probes(scan: "_Scan", service: Service) -> _SideProbes:
+    why = f"{service.label} is not HTTP"
+    alpn = Check(NOT_APPLICABLE, reason=f"{why}: ALPN here chooses between HTTP versions (h2, http/1.1).")
+    hsts = Check(NOT_APPLICABLE, reason=f"{why}: HSTS is an HTTP header that only browsers obey.")
+    scan.report("alpn", SKIPPED)
+    scan.report("hsts", SKIPPED)
+    return _SideProbes([], alpn, None, hsts)
 
 
 def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side: _SideProbes) -> None:

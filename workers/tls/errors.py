@@ -106,6 +106,12 @@ def reach_error(reach, host: str) -> TargetError | None:
         return TargetError(TIMEOUT, f"The server on {where} started to answer the TLS handshake but sent only "
                                     f"{reach.received} bytes in {reach.elapsed_s:.0f} s and never finished it: it "
                                     "answers far too slowly, or trickles bytes on purpose.", detail)
+    if reach.outcome == outcomes.STARTTLS_REFUSED:
+        return TargetError(STARTTLS_REJECTED, f"The server on {where} did not start TLS: {reach.detail}. "
+                                              "Nothing was graded.", detail)
+    if reach.outcome == outcomes.STARTTLS_STALLED:
+        return TargetError(TIMEOUT, f"The server on {where} never finished the clear-text exchange before TLS "
+                                    f"(STARTTLS): {reach.detail}. Nothing was graded.", detail)
     if reach.outcome == outcomes.RESET:
         return _reset(where, detail)
     if reach.outcome == outcomes.CLOSED:
@@ -116,6 +122,9 @@ def reach_error(reach, host: str) -> TargetError | None:
 
 def _tls_error(reach, host: str, where: str, detail: str) -> TargetError:
     reason = reach.tls_reason.upper()
+    if reach.starttls and reach.wire in (WIRE_HTTP, WIRE_OTHER):
+        return TargetError(NO_TLS, f"The server on {where} agreed to start TLS (STARTTLS), then answered our TLS "
+                                   "handshake with something that is not TLS.", detail)
     if reach.wire in (WIRE_HTTP, WIRE_OTHER):
         return _classify_handshake_failure(reach.port, where, reach.wire, detail)
     if _UNRECOGNIZED_NAME in reason:

@@ -214,7 +214,7 @@ def exchange(endpoint: Endpoint, spec: ClientHelloSpec, tls12_group: bool = Fals
     `tls12_group`, a TLS <= 1.2 answer also gets its ECDHE group (or DH size) from the
     ServerKeyExchange. Raises OSError (timeouts included) when the connection itself fails."""
     limit = endpoint.connection()
-    with limit.connect(endpoint.ip, endpoint.port, endpoint.timeout) as sock:
+    with endpoint.connect(limit) as sock:
         sock.sendall(client_hello(endpoint.host, spec))
         return read_answer(lambda n: _recv_exactly(sock, n), tls12_group=tls12_group)
 

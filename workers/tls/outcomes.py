@@ -12,6 +12,8 @@ SLOW = "slow"
 RESET = "reset"
 CLOSED = "closed"
 TLS_ERROR = "tls_error"
+STARTTLS_REFUSED = "starttls_refused"   # a STARTTLS service answered its prelude with anything but a go-ahead
+STARTTLS_STALLED = "starttls_stalled"   # ...or stopped answering it
 
 # What our own wire diagnosis saw (see probes.diagnose_wire).
 WIRE_SILENT = "silent"      # connected, the server never sent a byte

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
-from workers.tls import outcomes
-from workers.tls.deadline import Deadline, one_connection
+from workers.tls import outcomes, starttls
+from workers.tls.deadline import Deadline, DeadlineSocket, one_connection
 
 with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
     warnings.simplefilter("ignore", DeprecationWarning)
@@ -44,10 +44,21 @@ class Endpoint:
     port: int
     timeout: float      # per socket operation
     deadline: Deadline | None = None    # the audit's; without one, each connection's lifetime still holds
+    starttls: str | None = None         # the clear-text prelude before TLS (starttls.py), None: TLS at once
 
     def connection(self) -> Deadline:
         """The limit of one new connection: its lifetime, within the audit's deadline."""
         return one_connection(self.timeout, self.deadline)
+
+    def connect(self, limit: Deadline) -> DeadlineSocket:
+        """A connection under `limit`, ready for our ClientHello: the STARTTLS prelude is done."""
+        sock = limit.connect(self.ip, self.port, self.timeout)
+        try:
+            starttls.negotiate(sock, self.starttls, self.host, timeout=self.timeout)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,7 @@ def open_tls(endpoint: Endpoint, context: ssl.SSLContext | None = None) -> tuple
     """A TLS connection and its limit. Python's ssl bounds a whole handshake by the socket's timeout
     (a deadline, unlike a plain recv), which is set from the limit just before it."""
     limit = endpoint.connection()
-    raw = limit.connect(endpoint.ip, endpoint.port, endpoint.timeout)
+    raw = endpoint.connect(limit)
     try:
         raw.settimeout(limit.timeout(endpoint.timeout))
         tls = (context or make_context()).wrap_socket(raw, server_hostname=endpoint.host)
@@ -298,8 +309,10 @@ def _host_header(endpoint: Endpoint) -> str:
 
 # --- what does a port that failed TLS speak? -------------------------------------------------
 
-def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None = None) -> str:
-    """Connect, send an HTTP HEAD and look at the first bytes back (see outcomes.WIRE_*)."""
+def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None = None,
+                  starttls_dialect: str | None = None, host: str = "") -> str:
+    """Connect (and do the STARTTLS prelude, if any), send an HTTP HEAD and look at the first bytes
+    back (see outcomes.WIRE_*)."""
     try:
         sock = one_connection(timeout, deadline).connect(ip, port, timeout)
     except ConnectionRefusedError:
@@ -309,6 +322,12 @@ def diagnose_wire(ip: str, port: int, timeout: float, deadline: Deadline | None 
     except OSError:
         return outcomes.WIRE_UNREACHABLE
     with sock:
+        try:
+            starttls.negotiate(sock, starttls_dialect, host or ip, timeout=timeout)
+        except (socket.timeout, TimeoutError):
+            return outcomes.WIRE_SILENT
+        except OSError:     # refused, closed: not the TLS it announced
+            return outcomes.WIRE_OTHER
         try:
             sock.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
             first = sock.recv(16)

@@ -12,6 +12,9 @@ the hopeless cases apart in seconds, before any engine starts:
 3. OpenSSL's verdict -> OK, or TLS_ERROR with its reason (WRONG_VERSION_NUMBER,
    TLSV1_UNRECOGNIZED_NAME, EXCESSIVE_MESSAGE_SIZE...) and the first bytes the server sent.
 
+On a STARTTLS service (`starttls`, a dialect of starttls.py) the clear-text prelude comes between
+1 and 2, under the same `total_s` -> STARTTLS_REFUSED (no go-ahead), STARTTLS_STALLED (no answer).
+
 The outcomes are named in outcomes.py; `errors.reach_error` turns a `Reach` into the site owner's
 message. The tasks of the audit, the load test and the browser probe call `check_tls` on the checked
 address, so nothing here resolves names.
@@ -24,10 +27,10 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tlsaudit.domain.netguard import parse_ip_literal
-from workers.tls import errors
+from workers.tls import errors, starttls
 from workers.tls.deadline import MIN_CONNECTION_S, connection_limit
 from workers.tls.outcomes import (
     CLOSED,
@@ -37,6 +40,8 @@ from workers.tls.outcomes import (
     RESET,
     SILENT,
     SLOW,
+    STARTTLS_REFUSED,
+    STARTTLS_STALLED,
     TLS_ERROR,
     UNREACHABLE,
     WIRE_SILENT,
@@ -58,6 +63,7 @@ class Reach:
     first_bytes: bytes = b""
     tls_reason: str = ""          # OpenSSL's reason, for TLS_ERROR
     detail: str = ""
+    starttls: str | None = None   # the prelude done before the handshake (a starttls.py dialect)
 
     @property
     def ok(self) -> bool:
@@ -69,15 +75,37 @@ class Reach:
         return classify_first_bytes(self.first_bytes) if self.first_bytes else WIRE_SILENT
 
 
-def check_tls(ip: str, port: int, host: str, timeout: float, total_s: float | None = None) -> Reach:
-    """One TLS handshake with `host` as SNI at `ip`:`port`; never raises for network trouble."""
+def check_tls(ip: str, port: int, host: str, timeout: float, total_s: float | None = None,
+              starttls_dialect: str | None = None) -> Reach:
+    """One TLS handshake with `host` as SNI at `ip`:`port`, after the STARTTLS prelude of
+    `starttls_dialect` if any; never raises for network trouble."""
     total_s = total_s or connection_limit(timeout)
     started = time.monotonic()
     sock, failure = connect(ip, port, timeout, started)
     if failure is not None:
         return failure
     with sock:
-        return Handshake(sock, ip, port, host, timeout, started, started + total_s).run()
+        failure = start_tls(sock, ip, port, host, timeout, started, started + total_s, starttls_dialect)
+        if failure is not None:
+            return failure
+        reach = Handshake(sock, ip, port, host, timeout, started, started + total_s).run()
+        return replace(reach, starttls=starttls_dialect)
+
+
+def start_tls(sock, ip: str, port: int, host: str, timeout: float, started: float, until: float,
+              dialect: str | None) -> Reach | None:
+    """The STARTTLS prelude (starttls.py) within the pre-flight's time; a Reach when it failed."""
+    try:
+        starttls.negotiate(sock, dialect, host, timeout=timeout, until=until)
+    except starttls.StartTlsStalled as exc:
+        return Reach(STARTTLS_STALLED, ip, port, timeout, _since(started), detail=str(exc), starttls=dialect)
+    except starttls.StartTlsRefused as exc:
+        return Reach(STARTTLS_REFUSED, ip, port, timeout, _since(started), detail=str(exc), starttls=dialect)
+    except ConnectionResetError as exc:
+        return Reach(RESET, ip, port, timeout, _since(started), detail=str(exc), starttls=dialect)
+    except OSError as exc:
+        return Reach(CLOSED, ip, port, timeout, _since(started), detail=str(exc), starttls=dialect)
+    return None
 
 
 def check_tcp(ip: str, port: int, timeout: float) -> Reach:

@@ -19,7 +19,7 @@ import logging
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.x509 import ocsp
-from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID
+from cryptography.x509.oid import AuthorityInformationAccessOID, ExtendedKeyUsageOID, SignatureAlgorithmOID
 
 from tlsaudit.domain.scanfacts import (
     CRL,
@@ -203,11 +203,24 @@ def ocsp_signed_by_ca(response: ocsp.OCSPResponse, issuer: x509.Certificate) -> 
     signer = next((c for c in [issuer, *response.certificates] if _names_responder(response, c)), None)
     if signer is None or (signer is not issuer and not _delegated_by(signer, issuer)):
         return False
+    if response.signature_algorithm_oid == SignatureAlgorithmOID.RSASSA_PSS:
+        return pss_signature_verifies(signer.public_key(), response)
     try:
         algorithm = response.signature_hash_algorithm
     except Exception:               # an algorithm cryptography cannot name
         return False
     return signature_verifies(signer.public_key(), response.signature, response.tbs_response_bytes, algorithm)
+
+
+# The hashes a CA signs RSASSA-PSS OCSP answers with (SHA-1 left out: nobody should trust a new one).
+PSS_HASHES = (hashes.SHA256(), hashes.SHA384(), hashes.SHA512())
+
+
+def pss_signature_verifies(key, response: ocsp.OCSPResponse) -> bool:
+    """cryptography names no hash for a PSS-signed OCSP answer (its parameters are not parsed there), so
+    each hash a CA uses is tried: a signature verifies under the one it was made with and no other."""
+    return any(signature_verifies(key, response.signature, response.tbs_response_bytes, algorithm, pss=True)
+               for algorithm in PSS_HASHES)
 
 
 def _names_responder(response: ocsp.OCSPResponse, cert: x509.Certificate) -> bool:

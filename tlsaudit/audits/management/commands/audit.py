@@ -1,5 +1,9 @@
 """python manage.py audit HOST[:PORT] [HOST[:PORT] ...] [--ip IP] [--ca-file PEM] [--json] [--pdf FILE] [--deadline S]
 
+A target may name another TLS service than HTTPS by its scheme (domain/services.py): smtp://HOST[:PORT]
+(STARTTLS, port 25 by default), imaps://HOST, postgres://HOST... A bare HOST, https:// and http://
+are HTTPS on port 443.
+
 Runs audits synchronously: no worker, no broker, no database write. Exit status 0 when the audit ran
 (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS, not done by the
 deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
@@ -21,6 +25,7 @@ from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import failure_text
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.domain.services import HTTPS, SERVICES, service_named
 from workers.reports.pdf import render_pdf
 from workers.tls.deadline import configure_gates
 from workers.tls.engine import run_scan
@@ -37,8 +42,9 @@ class Command(TargetCommand):
     def add_arguments(self, parser):
         # Optional for argparse so that a missing target gets the same JSON error as a bad one.
         parser.add_argument("target", nargs="*", default=[""],
-                            help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443); several are "
-                                 "audited concurrently")
+                            help="HOST, HOST:PORT or https://HOST[:PORT]/ (default port 443), or another TLS "
+                                 "service as SCHEME://HOST[:PORT] (smtp://, imaps://, postgres://...; default "
+                                 "port the service's); several are audited concurrently")
         self.add_ip_argument(parser, help="connect to this IP instead of resolving HOST (every target)")
         self.add_ca_file_argument(parser, help="PEM file of CA certificates to trust besides the public stores")
         self.add_json_argument(parser)
@@ -73,7 +79,7 @@ class Command(TargetCommand):
                 write_pdf(pdf, outcome, report)
             except Exception as exc:  # noqa: BLE001 — Chromium missing or the file not writable: say so, exit 2
                 self.fail("pdf_failed", f"the PDF could not be written: {exc}")
-        self.finish(cli_json(outcome, report) if self.as_json else render_text(outcome.facts, report, outcome.duration_s))
+        self.finish(cli_json(outcome, report) if self.as_json else cli_text(outcome, report))
 
     def audit_batch(self, targets: list[str], options):
         """Audit every target concurrently; print each as it finishes; exit 0 only if all ran."""
@@ -110,7 +116,7 @@ class Command(TargetCommand):
         if self.as_json:
             self.stdout.write(json.dumps({"target": target, **cli_json(outcome, report)}))
         else:
-            self.stdout.write(render_text(outcome.facts, report, outcome.duration_s))
+            self.stdout.write(cli_text(outcome, report))
         return True
 
     def write_batch_line(self, target: str, *, error: tuple[str, str], **extra) -> None:
@@ -122,25 +128,28 @@ class Command(TargetCommand):
 
 def scan(arguments):
     """One audit by the scan engine, as the worker runs it (one retry), within its deadline."""
-    host, port, ip, ca_file, timeout, deadline = arguments
+    host, port, ip, ca_file, timeout, deadline, service = arguments
     return run_scan(host, port, ip=ip, ca_file=ca_file, allow_private=setting("ALLOW_PRIVATE_TARGETS"),
                     network_timeout=timeout, max_retries=1,
-                    per_server_connections=setting("SCAN_CONNECTIONS_PER_SERVER"), deadline_s=deadline)
+                    per_server_connections=setting("SCAN_CONNECTIONS_PER_SERVER"), deadline_s=deadline,
+                    service=service)
 
 
 def parse_arguments(options) -> tuple:
-    """(host, port, ip, ca_file, timeout, deadline) of one target."""
+    """(host, port, ip, ca_file, timeout, deadline, service) of one target."""
     try:
-        address = parse_address(options["target"])
+        address = parse_address(options["target"], services=True)
     except AddressError as exc:
         raise ValueError(f"target: {exc}") from None
+    service = service_named(address.scheme if address.scheme in SERVICES else HTTPS)  # http:// is HTTPS
     ip = parse_ip(options.get("ip"))
     ca_file = options.get("ca_file")
     if ca_file:
         read_ca_file(ca_file)
-    return (address.hostname, address.port or 443, ip, ca_file,
+    return (address.hostname, address.port or service.default_port, ip, ca_file,
             parse_int(options["timeout"], "--timeout", 1, MAX_TIMEOUT_S, unit="seconds"),
-            parse_int(options["deadline"], "--deadline", MIN_DEADLINE_S, MAX_DEADLINE_S, unit="seconds"))
+            parse_int(options["deadline"], "--deadline", MIN_DEADLINE_S, MAX_DEADLINE_S, unit="seconds"),
+            service.scheme)
 
 
 def write_pdf(path: str, outcome, report) -> None:
@@ -153,4 +162,19 @@ def write_pdf(path: str, outcome, report) -> None:
 
 def cli_json(outcome, report) -> dict:
     """The whole report (tlsaudit/audits/jsonreport.py; schema in docs/audit-report.schema.json)."""
-    return audit_json(outcome.facts, report, outcome.duration_s)
+    data = audit_json(outcome.facts, report, outcome.duration_s)
+    if outcome.facts.service != HTTPS:     # HTTPS output stays as it was before #18
+        data.setdefault("service", outcome.facts.service)
+    return data
+
+
+def cli_text(outcome, report) -> str:
+    """The text report; another service than HTTPS is named under the title line."""
+    text = render_text(outcome.facts, report, outcome.duration_s)
+    if outcome.facts.service == HTTPS:
+        return text
+    line = f" Service: {service_named(outcome.facts.service).label}"
+    if line in text:    # the report itself names it
+        return text
+    title, _, rest = text.partition("\n")
+    return f"{title}\n{line}\n{rest}"
