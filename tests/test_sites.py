@@ -27,7 +27,7 @@ def post_site(client, org, **data):
     ("", "This field is required."),
     ("https://example.com/login", "without a path or query"),
     ("example.com/login", "without a path"),
-    ("ftp://example.com", "Only http:// and https:// addresses can be audited"),
+    ("gopher://example.com", "gopher:// is not a TLS service we audit"),
     ("https://user:pw@example.com/", "Remove the user name and password"),
     ("intranet", "is not a full domain name"),
     ("exa mple.com", "cannot contain spaces"),

@@ -232,6 +232,7 @@ def webhook_body(row: WebhookDelivery, timestamp: int) -> dict:
     return {"id": f"event-{event.pk}", "delivery": delivery_id, "attempt": row.attempt, "kind": event.kind,
             "title": event.title, "organization": event.organization.slug,
             "site": {"id": event.site_id, "host": event.site.hostname, "port": event.site.https_port,
+                     "service": event.site.service, "origin": event.site.origin,
                      "url": settings.SITE_URL + event.site.get_absolute_url()},
             "audit_id": event.audit_id, "data": event.payload, "created_at": event.created_at.isoformat(),
             "timestamp": timestamp}

@@ -38,6 +38,14 @@ class Conflict(exceptions.APIException):
         super().__init__(detail, code)
 
 
+class NotApplicable(exceptions.APIException):
+    """Work that means nothing for the site's service (a load test of an SMTP server, #18): 400, since no
+    retry or change of state could make it work; only a different site could."""
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "This does not apply to the site's service."
+    default_code = "not_applicable"
+
+
 class Unprocessable(exceptions.APIException):
     status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
     default_detail = "The request is well formed but cannot be carried out."

@@ -7,6 +7,7 @@ from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.errors import Conflict
 from tlsaudit.api.links import object_url
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.domain.services import SERVICES
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
 
@@ -42,7 +43,11 @@ class NotQueuedSerializer(serializers.Serializer):
 class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     display_hostname = serializers.CharField(read_only=True)
-    origin = serializers.CharField(read_only=True)
+    origin = serializers.CharField(read_only=True, help_text="example.com, example.com:8443 for HTTPS; "
+                                   "the service's URL otherwise: smtp://mail.example.com:25.")
+    service = serializers.ChoiceField(choices=list(SERVICES), read_only=True,
+                                      help_text="What speaks TLS on `https_port`: https, or smtp, imaps, ldap... "
+                                                "(STARTTLS where the service starts in clear text).")
     tags = serializers.SerializerMethodField()
     last_audit = serializers.SerializerMethodField()
     certificate_not_after = serializers.DateTimeField(read_only=True, allow_null=True,
@@ -50,7 +55,7 @@ class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
 
     class Meta:
         model = Site
-        fields = ["id", "url", "hostname", "display_hostname", "origin", "name", "https_port", "http_port",
+        fields = ["id", "url", "hostname", "display_hostname", "origin", "service", "name", "https_port", "http_port",
                   "pinned_ip", "tags", "created_at", "last_grade", "last_audit_status", "last_audit_at",
                   "last_audit", "certificate_not_after"]
         read_only_fields = fields
@@ -69,8 +74,14 @@ class SiteWriteSerializer(serializers.Serializer):
     """Validated by SiteForm (IDN names, pasted URLs, ports, duplicates, private targets)."""
 
     hostname = serializers.CharField(max_length=300, help_text="example.com, example.com:8443, "
-                                     "https://example.com/ or an international name.")
-    https_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
+                                     "https://example.com/ or an international name; another TLS service "
+                                     "as its URL: smtp://mail.example.com, imaps://mail.example.com:993.")
+    # Text, so an unknown name gets the form's message (with the known ones), as an unknown scheme does.
+    service = serializers.CharField(required=False, max_length=20, help_text=(
+        "One of " + ", ".join(SERVICES) + ". Optional: a URL in `hostname` names it, and it may not "
+        "contradict that; neither gives https. A PATCH that leaves both out keeps the site's service."))
+    https_port = serializers.IntegerField(required=False, min_value=1, max_value=65535, help_text=(
+        "The TLS port, whatever the service; default: the service's usual port (443, 25 for smtp...)."))
     http_port = serializers.IntegerField(required=False, min_value=1, max_value=65535)
     pinned_ip = serializers.IPAddressField(required=False, allow_null=True, allow_blank=True)
     name = serializers.CharField(required=False, allow_blank=True, max_length=120)
@@ -92,16 +103,19 @@ class SiteWriteSerializer(serializers.Serializer):
         merged = {**current, **{("address" if k == "hostname" else k): v for k, v in attrs.items()}}
         return {"address": merged.get("address", ""), "https_port": str(merged.get("https_port") or ""),
                 "http_port": str(merged.get("http_port") or ""), "pinned_ip": merged.get("pinned_ip") or "",
-                "name": merged.get("name", ""), "tags_text": ", ".join(merged.get("tags", []))}
+                "name": merged.get("name", ""), "tags_text": ", ".join(merged.get("tags", [])),
+                "service": merged.get("service", "")}
 
     def current_values(self, attrs) -> dict:
         site = self.instance
         current = {"address": site.hostname, "https_port": site.https_port, "http_port": site.http_port,
-                   "pinned_ip": site.pinned_ip or "", "name": site.name,
+                   "pinned_ip": site.pinned_ip or "", "name": site.name, "service": site.service,
                    "tags": [tag.name for tag in site.tags.all()]}
         if "hostname" in attrs and address_port(attrs["hostname"]) is not None:
             # The new address names its port: the old ports must not contradict it.
             current.pop("https_port"), current.pop("http_port")
+        if "hostname" in attrs and address_scheme(attrs["hostname"]) is not None:
+            current.pop("service")  # the new address names its service: the old one must not contradict it
         return current
 
     def save(self, **kwargs):
@@ -115,7 +129,14 @@ class SiteWriteSerializer(serializers.Serializer):
 
 def address_port(address: str) -> int | None:
     try:
-        return parse_address(address).port
+        return parse_address(address, services=True).port
+    except AddressError:
+        return None
+
+
+def address_scheme(address: str) -> str | None:
+    try:
+        return parse_address(address, services=True).scheme
     except AddressError:
         return None
 

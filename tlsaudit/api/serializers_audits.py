@@ -17,7 +17,7 @@ from tlsaudit.domain.scanfacts import OK, PROTOCOLS
 # Heavy JSON columns a list or a compact view never reads.
 HEAVY_COLUMNS = ("raw", "facts", "report", "mozilla_raw")
 # What ?view=full adds to the compact audit, and ?include=raw to either.
-FULL_FIELDS = ("scores", "caps", "warnings", "trust_issues", "not_tested", "improvements", "findings", "protocols",
+FULL_FIELDS = ("scores", "caps", "warnings", "trust_issues", "not_tested", "not_applicable", "improvements", "findings", "protocols",
                "suites", "certificates", "mozilla", "best_profile", "recommendations", "predicted_grade",
                "config_snippets", "client_simulation", "post_quantum")
 RAW_FIELDS = ("raw", "mozilla_raw")
@@ -160,6 +160,9 @@ class AuditFullSerializer(AuditSerializer):
     warnings = serializers.SerializerMethodField()
     trust_issues = serializers.SerializerMethodField()
     not_tested = serializers.SerializerMethodField(help_text="Rules that could not be checked, and why.")
+    not_applicable = serializers.SerializerMethodField(help_text=(
+        "Rules that mean nothing for the site's service, and why: HSTS and A+ for a service that is not HTTPS "
+        "(an SMTP server sends no HTTP header). Neither passed nor untested."))
     improvements = serializers.SerializerMethodField()
     findings = serializers.SerializerMethodField()
     protocols = serializers.SerializerMethodField()
@@ -196,6 +199,9 @@ class AuditFullSerializer(AuditSerializer):
 
     def get_not_tested(self, audit) -> list[dict]:
         return self.grading(audit).get("not_tested") or []
+
+    def get_not_applicable(self, audit) -> list[dict]:
+        return self.grading(audit).get("not_applicable") or []
 
     def get_improvements(self, audit) -> list[str]:
         return self.grading(audit).get("improvements") or []

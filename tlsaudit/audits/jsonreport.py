@@ -3,7 +3,8 @@
 Its shape is published as docs/audit-report.schema.json (JSON Schema 2020-12) and a test
 validates real audits against it. The first keys are the ones the CLI printed before (kept as
 they were); the rest carry every fact the report shows. A check that did not run says
-`"status": "not_tested"` with its reason, never a pass.
+`"status": "not_tested"` with its reason, never a pass; one that means nothing for the service (HSTS
+of an SMTP server) says `"status": "not_applicable"` with its reason.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ def audit_json(facts, report, duration_s: float) -> dict:
     grade = report.grade
     return {
         "$schema": SCHEMA_ID,
-        "host": facts.host, "port": facts.port, "ip": facts.ip,
+        "host": facts.host, "port": facts.port, "service": facts.service, "ip": facts.ip,
         "grade": grade.grade, "grade_ignoring_trust": grade.grade_ignoring_trust, "score": grade.score,
         "scores": dict(grade.scores),
         "caps": [{"grade": c.grade, "reason": c.reason, "rule_id": c.rule_id} for c in grade.caps],
         "warnings": [w.message for w in grade.warnings],
+        # HSTS and A+ of an SMTP server (#18): neither passed nor untested, with why
+        "not_applicable": [{"rule_id": n.rule_id, "reason": n.reason} for n in grade.not_applicable],
         "trust_issues": [{"kind": t.kind, "reason": t.reason} for t in grade.trust_issues],
         "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "status": f.status,
                       "evidence": f.evidence} for f in report.findings],

@@ -6,6 +6,7 @@ from tlsaudit.audits.models import AuditFinding
 from tlsaudit.audits.services import suite_row
 from tlsaudit.domain.revocationwords import revocation_words
 from tlsaudit.domain.scanfacts import NOT_TESTED, PROTOCOLS
+from tlsaudit.domain.services import service_named
 
 SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3, "info": 4}
 STATUS_ORDER = {"fail": 0, "not_tested": 1, "info": 2, "pass": 3}
@@ -36,7 +37,14 @@ def present_report(audit) -> dict:
         "snippets": ordered_snippets(report.get("snippets", {})),
         "target_profile": report.get("target_profile", "intermediate"),
         "facts": facts,
+        "service": service_named(facts.service),
+        "not_applicable": not_applicable_reasons(grade),
     }
+
+
+def not_applicable_reasons(grade: dict) -> list[str]:
+    """Each reason once: the HSTS rules of an SMTP server share theirs (grades before #18 have none)."""
+    return list(dict.fromkeys(n["reason"] for n in grade.get("not_applicable") or []))
 
 
 def finding_rows(report: dict) -> list:

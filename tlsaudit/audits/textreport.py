@@ -3,17 +3,23 @@
 from tlsaudit.domain.ciphers import classify, strength_label
 from tlsaudit.domain.revocationwords import revocation_words
 from tlsaudit.domain.scanfacts import PROTOCOLS
+from tlsaudit.domain.services import HTTPS, service_named
 from tlsaudit.domain.trustwords import trust_summary
 
 MARK = {"fail": "NOT ok", "pass": "ok", "not_tested": "not tested", "info": "info"}
 
 
 def render_text(facts, report, duration_s: float) -> str:
-    lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", ""]
+    lines = [f"TLS Audit of {facts.host}:{facts.port} ({facts.ip}) in {duration_s:.1f} s", *_service_line(facts), ""]
     lines += _protocols(facts) + [""] + _suites(facts) + [""] + _post_quantum(facts) + [""]
     lines += _client_simulation(facts) + [""] + _certificates(facts) + [""]
     lines += _findings(report) + [""] + _grade(report)
     return "\n".join(lines) + "\n"
+
+
+def _service_line(facts) -> list[str]:
+    """Under the title, another service than HTTPS is named (the title reads as before #18)."""
+    return [] if facts.service == HTTPS else [f" Service: {service_named(facts.service).label}"]
 
 
 def _protocols(facts) -> list[str]:
@@ -119,6 +125,7 @@ def _grade(report) -> list[str]:
     out += [f"   Grade cap         {c.grade}: {c.reason}" for c in g.caps]
     out += [f"   Warning           {w.message}" for w in g.warnings]
     out += [f"   Trust             {t.kind}: {t.reason}" for t in g.trust_issues]
+    out += [f"   Not applicable    {n.rule_id}: {n.reason}" for n in g.not_applicable]
     out.append(f"   Mozilla profile   {report.best_profile or 'none met'}")
     if report.predicted:
         out.append(f"   After the fixes   {report.predicted.grade} ({len(report.recommendations)} recommendations)")

@@ -10,6 +10,8 @@ Semantics worth knowing before reading the rules:
   client simulation (`facts.client_simulation`). Without one (audits before it, or no client
   completing a handshake), "offered": a weak suite counts as soon as the server accepts it.
 * A rule whose input could not be measured is reported in `not_tested`, never passed.
+* A rule that means nothing for the service (HSTS of an SMTP server, #18) is reported in
+  `not_applicable` with why; A is then the best grade, since A+ is the HSTS lift (docs/grading.md).
 """
 
 from __future__ import annotations
@@ -188,10 +190,13 @@ class GradeResult:
     not_tested: list[NotTested] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
     ruleset: str = RULESET
+    # Rules that mean nothing for this service (HSTS of an SMTP server), with why: neither passed nor untested.
+    not_applicable: list[NotTested] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["not_tested"] = [n._asdict() for n in self.not_tested]
+        data["not_applicable"] = [n._asdict() for n in self.not_applicable]
         return data
 
     @classmethod
@@ -201,7 +206,9 @@ class GradeResult:
                "caps": [Cap(**c) for c in data["caps"]],
                "warnings": [GradeWarning(**w) for w in data["warnings"]],
                "trust_issues": [TrustIssue(**t) for t in data["trust_issues"]],
-               "not_tested": [NotTested(**n) for n in data["not_tested"]]})
+               "not_tested": [NotTested(**n) for n in data["not_tested"]],
+               # grades stored before #18 have no such list
+               "not_applicable": [NotTested(**n) for n in data.get("not_applicable", [])]})
 
 
 @dataclass(frozen=True)
@@ -257,6 +264,7 @@ def grade(facts: ScanFacts, now: datetime | None = None) -> GradeResult:
         trust_issues=trust,
         not_tested=_collect_not_tested(scan),
         improvements=_improvements(scan, letter, caps, warnings, trust),
+        not_applicable=_not_applicable(facts),
     )
 
 
@@ -612,8 +620,10 @@ def _collect_warnings(scan: _Scan) -> list[GradeWarning]:
 
 
 def _hsts_state(facts: ScanFacts) -> str:
-    """One of: untested, absent, invalid, disabled, short, good."""
+    """One of: not_applicable, untested, absent, invalid, disabled, short, good."""
     hsts = facts.hsts
+    if not facts.hsts_check.applicable:
+        return "not_applicable"  # whatever `hsts` holds: an SMTP server has no header to judge
     if hsts is None and not facts.hsts_check.tested:
         return "untested"
     if hsts is None or hsts.header is None:
@@ -761,11 +771,25 @@ def _untested_reason(name: str, check: Check) -> str:
     return f"The {name.replace('_', ' ')} check did not run ({check.reason or 'no reason given'})"
 
 
+_HSTS_RULES = ("plus.hsts", "warn.hsts_disabled", "warn.hsts_invalid")
+
+
+def _not_applicable(facts: ScanFacts) -> list[NotTested]:
+    """HSTS of a service that is not HTTP: A+ is SSL Labs' lift for HSTS, so A is the best grade here.
+    testssl.sh, the one rater of STARTTLS services, caps them all at T; we grade the TLS and say why A+
+    cannot apply (docs/grading.md, "Services other than HTTPS")."""
+    if _hsts_state(facts) != "not_applicable":
+        return []
+    why = (facts.hsts_check.reason or "HSTS is an HTTP header, and this service is not HTTP").rstrip(". ")
+    lift = NotTested("plus.hsts", f"{why}; A+ is the lift HSTS gives, so A is the best grade for this service")
+    return [lift, *(NotTested(rule_id, why) for rule_id in _HSTS_RULES[1:])]
+
+
 def _untested_hsts(facts: ScanFacts) -> list[NotTested]:
     if _hsts_state(facts) != "untested":
         return []
     why = f"The HTTP headers could not be read ({facts.hsts_check.reason or 'no reason given'})"
-    return [NotTested(rule_id, why) for rule_id in ("plus.hsts", "warn.hsts_disabled", "warn.hsts_invalid")]
+    return [NotTested(rule_id, why) for rule_id in _HSTS_RULES]
 
 
 def _untested_certificates(facts: ScanFacts) -> list[NotTested]:

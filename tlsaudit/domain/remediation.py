@@ -34,6 +34,7 @@ from tlsaudit.domain.scanfacts import (
     ScanFacts,
     TrustResult,
 )
+from tlsaudit.domain.services import is_http
 
 HSTS_MAX_AGE = 31536000          # one year: above SSL Labs' 180 days, the preload list's minimum
 HSTS_PRELOAD_MAX_AGE = 63072000  # two years, Mozilla's value
@@ -637,8 +638,8 @@ def _rec_server_order(ctx: _Context) -> _Draft | None:
 
 def _rec_hsts(ctx: _Context) -> _Draft | None:
     f = ctx.facts
-    if not f.hsts_check.tested and f.hsts is None:
-        return None
+    if not f.hsts_check.applicable or (not f.hsts_check.tested and f.hsts is None):
+        return None  # not applicable (an SMTP server sends no HTTP header, #18) or not measured
     h = f.hsts
     if h and h.header is not None and h.valid and h.max_age and h.max_age >= 15552000:
         return None
@@ -711,7 +712,7 @@ def _rec_resumption(ctx: _Context) -> _Draft | None:
 
 def _rec_http2(ctx: _Context) -> _Draft | None:
     f = ctx.facts
-    if f.alpn_check.status == NOT_TESTED or "h2" in f.alpn:
+    if not is_http(f.service) or f.alpn_check.status == NOT_TESTED or "h2" in f.alpn:
         return None
 
     def fix(facts: ScanFacts) -> ScanFacts:
@@ -729,7 +730,7 @@ def _rec_http2(ctx: _Context) -> _Draft | None:
 
 def _rec_preload(ctx: _Context) -> _Draft | None:
     h = ctx.facts.hsts
-    if not h or h.header is None or not h.max_age or h.max_age < 15552000:
+    if not ctx.facts.hsts_check.applicable or not h or h.header is None or not h.max_age or h.max_age < 15552000:
         return None  # hsts.enable comes first
     if h.include_subdomains and h.preload and h.max_age >= HSTS_MAX_AGE:
         return None

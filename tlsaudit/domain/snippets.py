@@ -1,7 +1,9 @@
 """Server configuration snippets for a Mozilla profile, in the style of Mozilla's SSL Configuration Generator.
 
 Targets: nginx 1.22+ (OpenSSL 1.1.1+), Apache 2.4 mod_ssl (2.4.36+ for TLS 1.3), HAProxy 2.x
-(`ssl-default-bind-curves` needs 2.8+) and Caddy 2. Paths are placeholders the owner replaces.
+(`ssl-default-bind-curves` needs 2.8+) and Caddy 2 for HTTPS; Postfix 3.6+ for SMTP and Dovecot 2.3
+for IMAP and POP3 (#18). A service with no snippet here (FTP, XMPP, LDAP, PostgreSQL) gets none rather
+than a web server's, whose HSTS line would mean nothing to it. Paths are placeholders the owner replaces.
 When scan facts are given, the host name goes into the snippet and a note warns when the
 deployed certificate does not suit the profile.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 from tlsaudit.domain.mozilla import Profile, get_profile
 from tlsaudit.domain.scanfacts import ScanFacts
+from tlsaudit.domain.services import HTTPS
 
 SERVERS = ("nginx", "apache", "haproxy", "caddy")
 HSTS_MAX_AGE = 63072000  # two years, Mozilla's value
@@ -25,11 +28,19 @@ _SECLEVEL_NOTE = "with OpenSSL 3, TLS 1.0/1.1 also need ':@SECLEVEL=0' appended 
 _CADDY_CURVES = {"X25519": "x25519", "prime256v1": "secp256r1", "secp384r1": "secp384r1"}
 
 
+MAIL_SERVERS = {"smtp": "postfix", "smtps": "postfix", "imap": "dovecot", "imaps": "dovecot",
+                "pop3": "dovecot", "pop3s": "dovecot"}
+
+
 def config_snippets(profile: str, facts: ScanFacts | None = None) -> dict[str, str]:
-    """{"nginx": ..., "apache": ..., "haproxy": ..., "caddy": ...} for the Mozilla `profile`."""
+    """{"nginx": ..., "apache": ..., "haproxy": ..., "caddy": ...} for the Mozilla `profile`; for a mail
+    service {"postfix": ...} or {"dovecot": ...}; for another service that is not HTTPS, {}."""
     p = get_profile(profile)
     host = facts.host if facts else "example.com"
     notes = _notes(p, facts)
+    service = facts.service if facts else HTTPS
+    if service != HTTPS:
+        return _mail_snippets(p, service, notes)
     return {
         "nginx": _nginx(p, host, notes),
         "apache": _apache(p, host, notes),
@@ -253,4 +264,53 @@ def _caddy(p: Profile, host: str, notes: list[str]) -> str:
         f'    header Strict-Transport-Security "max-age={HSTS_MAX_AGE}"',
         "}",
     ]
+    return "\n".join(lines) + "\n"
+
+
+# --- mail servers (#18) ------------------------------------------------------------------------
+
+def _mail_snippets(p: Profile, service: str, notes: list[str]) -> dict[str, str]:
+    server = MAIL_SERVERS.get(service)
+    if server == "postfix":
+        return {"postfix": _postfix(p, service, notes)}
+    if server == "dovecot":
+        return {"dovecot": _dovecot(p, notes)}
+    return {}
+
+
+def _postfix(p: Profile, service: str, notes: list[str]) -> str:
+    lines = _header(p, "Postfix 3.6+ (main.cf)", notes) + [
+        "smtpd_tls_chain_files = /path/to/private_key, /path/to/signed_cert_plus_intermediates",
+        "smtpd_tls_security_level = may",
+        "smtpd_tls_auth_only = yes",
+        f"smtpd_tls_protocols = >={_PROTOCOL_WORDS[_min_version(p)][0]}",
+        f"smtpd_tls_mandatory_protocols = >={_PROTOCOL_WORDS[_min_version(p)][0]}",
+    ]
+    if p.ciphers_openssl:
+        lines += ["smtpd_tls_ciphers = medium", "smtpd_tls_mandatory_ciphers = medium",
+                  f"tls_medium_cipherlist = {':'.join(p.ciphers_openssl)}"]
+    lines += [f"tls_preempt_cipherlist = {'yes' if p.server_preferred_order else 'no'}",
+              f"tls_eecdh_auto_curves = {' '.join(p.tls_curves)}"]
+    if _dh_hint(p):
+        lines += [f"# {_dh_hint(p)}", "smtpd_tls_dh1024_param_file = /path/to/dhparam"]
+    if service == "smtps":
+        lines += ["# SMTPS (port 465): in master.cf, the submissions service takes",
+                  "#   -o smtpd_tls_wrappermode=yes"]
+    return "\n".join(lines) + "\n"
+
+
+def _dovecot(p: Profile, notes: list[str]) -> str:
+    lines = _header(p, "Dovecot 2.3 (conf.d/10-ssl.conf)", notes) + [
+        "ssl = required",
+        "ssl_cert = </path/to/signed_cert_plus_intermediates",
+        "ssl_key = </path/to/private_key",
+        f"ssl_min_protocol = {_PROTOCOL_WORDS[_min_version(p)][0]}",
+        f"ssl_curve_list = {':'.join(p.tls_curves)}",
+    ]
+    if p.ciphers_openssl:
+        lines.append(f"ssl_cipher_list = {':'.join(p.ciphers_openssl)}")
+    lines += [f"ssl_cipher_suites = {':'.join(p.ciphersuites)}",
+              f"ssl_prefer_server_ciphers = {'yes' if p.server_preferred_order else 'no'}"]
+    if _dh_hint(p):
+        lines += [f"# {_dh_hint(p)}", "ssl_dh = </path/to/dhparam"]
     return "\n".join(lines) + "\n"

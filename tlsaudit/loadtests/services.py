@@ -17,6 +17,7 @@ from django.utils import timezone
 from tlsaudit.core import locks
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.domain import abstats
+from tlsaudit.domain.applicability import not_applicable_reason
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.loadtests import plans
 from tlsaudit.loadtests import verification as proofs
@@ -192,9 +193,17 @@ def unverified_reason(site, verification=None) -> str | None:
             "verification page.")
 
 
+def ensure_applicable(site, kind: str) -> None:
+    """Refuse a run that means nothing for the site's service (a load test of an SMTP server, #18)."""
+    reason = not_applicable_reason(site.tls_service, kind)
+    if reason:
+        raise RunRefused("not_applicable", reason)
+
+
 def queue_run(site, kind: str, raw_params: dict, *, user=None) -> PerfRun:
     """Check everything, then create the queued run and send it on commit (or RunRefused)."""
     params = validate_params(kind, raw_params)
+    ensure_applicable(site, kind)
     ensure_verified(site)
     with transaction.atomic():
         limits = LoadLimits.objects.select_for_update().get(pk=LoadLimits.for_org(site.organization).pk)

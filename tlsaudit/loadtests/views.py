@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles, stats
+from tlsaudit.domain.applicability import not_applicable_reason
 from tlsaudit.loadtests import plans, presets, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
@@ -24,8 +25,11 @@ RUN_ACTION = "run_audits"
 
 def overview_context(org, site, **extra) -> dict:
     limits = LoadLimits.for_org(org)
+    # kind -> why it means nothing for this service (a load test of an SMTP server, #18)
+    refused = {kind: reason for kind in PerfRun.Kind.values if (reason := not_applicable_reason(site.tls_service, kind))}
     return {"org": org, "site": site, "verification": proofs.host_proof(site), "limits": limits,
-            "presets": presets.presets_within(limits), "can_run": roles.can(org.role, RUN_ACTION),
+            "presets": [{**p, "not_applicable": refused.get(p["kind"])} for p in presets.presets_within(limits)],
+            "not_applicable": refused, "can_run": roles.can(org.role, RUN_ACTION),
             "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
             "default_per_agent": services.DEFAULT_PER_AGENT,
             "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_run_s": f"{stats.MIN_RUN_S:g}",

@@ -18,6 +18,7 @@ from tlsaudit.core import runners
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
+from tlsaudit.domain.applicability import PROBE, not_applicable_reason
 from tlsaudit.orgs.models import Organization
 from tlsaudit.probes.models import Probe
 
@@ -84,8 +85,16 @@ def ensure_email_verified(user) -> None:
                                                "loads the site in a real browser, so we need to know who asks.")
 
 
+def ensure_applicable(site) -> None:
+    """Refuse a probe of a service with no web page to load (an SMTP server, #18)."""
+    reason = not_applicable_reason(site.tls_service, PROBE)
+    if reason:
+        raise ProbeRefused("not_applicable", reason)
+
+
 def queue_probe(site, raw_params: dict, *, user) -> Probe:
     """Check everything, then create the queued probe and send it on commit (or ProbeRefused)."""
+    ensure_applicable(site)
     ensure_email_verified(user)
     params = validate_params(raw_params)
     with transaction.atomic():

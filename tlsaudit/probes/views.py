@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles
+from tlsaudit.domain.applicability import PROBE, not_applicable_reason
 from tlsaudit.orgs.access import site_for
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
@@ -29,7 +30,8 @@ def overview_context(request, org, site, **extra) -> dict:
         latest.result = Probe.objects.values_list("result", flat=True).get(pk=latest.pk)
     context = {"org": org, "site": site, "probes": probes, "probe": latest, "can_run": roles.can(org.role, RUN_ACTION),
                "email_verified": request.user.email_verified, "max_runs": settings.PROBE_MAX_RUNS,
-               "runs_per_day": settings.PROBE_RUNS_PER_DAY, **extra}
+               "runs_per_day": settings.PROBE_RUNS_PER_DAY,
+               "not_applicable": not_applicable_reason(site.tls_service, PROBE), **extra}
     if latest is not None:
         context.update(present_probe(latest))
     return context

@@ -11,7 +11,8 @@ from django.utils import timezone
 from tlsaudit.audits.models import Audit, AuditFinding
 from tlsaudit.audits.services import suite_row
 from tlsaudit.domain.hostnames import display_hostname
-from tlsaudit.sites.models import _origin
+from tlsaudit.domain.services import HTTPS, service_named
+from tlsaudit.sites.models import service_origin
 
 
 class Rows(list):
@@ -49,7 +50,9 @@ def detached_audit(facts, report, duration_s: float) -> DetachedAudit:
     return DetachedAudit(audit, findings, Rows(suite_row(None, facts, s) for s in facts.suites))
 
 
-def detached_site(host: str, port: int):
+def detached_site(host: str, port: int, service: str = HTTPS):
     """What the site report template reads of a Site, for a host that is not stored."""
-    return SimpleNamespace(pk=None, hostname=host, https_port=port, name="",
-                           display_origin=_origin(display_hostname(host), port))
+    tls_service = service_named(service)
+    return SimpleNamespace(pk=None, hostname=host, https_port=port, name="", service=tls_service.scheme,
+                           tls_service=tls_service, is_http=tls_service.http,
+                           display_origin=service_origin(tls_service.scheme, display_hostname(host), port))

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.audits.presenters import present_report
+from tlsaudit.domain.applicability import tools_not_applicable
 from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.loadtests import presenters as perf_presenters
 from tlsaudit.loadtests.models import PerfRun
@@ -38,6 +39,7 @@ def site_report(site, audit, *, org=None) -> dict:
                "charts": []}
     if audit is not None:
         context.update(present_report(audit))
+    context["tools_not_applicable"] = tools_not_applicable(site.tls_service)
     if site.pk:
         history = history_chart(site)
         perf, probe = latest_perf_run(site), latest_probe(site)

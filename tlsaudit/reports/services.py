@@ -95,6 +95,6 @@ def count_pages(pdf: bytes) -> int:
 def one_off_html(facts, report, duration_s: float, org_name: str = "TLS Audit") -> str:
     """The site report of an audit that was never stored (`manage.py audit HOST --pdf FILE`)."""
     org = SimpleNamespace(pk=None, name=org_name)
-    site = detached_site(facts.host, facts.port)
+    site = detached_site(facts.host, facts.port, facts.service)
     return render_with_assets("reports/site_report.html",
                               presenters.site_report(site, detached_audit(facts, report, duration_s), org=org))

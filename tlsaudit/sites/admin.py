@@ -5,8 +5,8 @@ from tlsaudit.sites.models import Site, Tag
 
 @admin.register(Site)
 class SiteAdmin(admin.ModelAdmin):
-    list_display = ["hostname", "https_port", "http_port", "pinned_ip", "name", "organization", "created_at"]
-    list_filter = ["organization", "tags"]
+    list_display = ["hostname", "service", "https_port", "http_port", "pinned_ip", "name", "organization", "created_at"]
+    list_filter = ["organization", "service", "tags"]
     search_fields = ["hostname", "name", "organization__name"]
     raw_id_fields = ["organization", "created_by"]
     filter_horizontal = ["tags"]

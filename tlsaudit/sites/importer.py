@@ -9,7 +9,9 @@ from django.db import transaction
 from tlsaudit.domain.netguard import parse_ip_literal
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
 
-CSV_COLUMNS = ["hostname", "https_port", "http_port", "pinned_ip", "name", "tags"]
+# `service` last, so files written before it (#18) read as before; the hostname column may also carry
+# the service as a URL (smtp://mail.example.com).
+CSV_COLUMNS = ["hostname", "https_port", "http_port", "pinned_ip", "name", "tags", "service"]
 ERROR = "_error"   # a row the parser already refused, with why
 
 
@@ -56,6 +58,7 @@ def rows_from_csv(text: str) -> list[tuple[int, str, dict]]:
         rows.append((number, ",".join(cells), {
             "address": values["hostname"], "https_port": values["https_port"], "http_port": values["http_port"],
             "pinned_ip": values["pinned_ip"], "name": values["name"], "tags_text": values["tags"].replace(";", ","),
+            "service": values["service"].lower(),
         }))
     return rows
 

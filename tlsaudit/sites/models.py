@@ -71,21 +71,36 @@ class Site(models.Model):
         return service_named(self.service)
 
     @property
+    def is_http(self) -> bool:
+        """Whether the HTTP-only tools (HSTS, load tests, the browser probe) mean anything here."""
+        return self.tls_service.http
+
+    @property
     def label(self) -> str:
-        return self.name or self.display_hostname
+        # Another service names itself (smtp://mail.example.com:25), so it never reads as the host's website.
+        return self.name or (self.display_hostname if self.is_http else self.display_origin)
 
     @property
     def origin(self) -> str:
-        return _origin(self.hostname, self.https_port)
+        return service_origin(self.service, self.hostname, self.https_port)
 
     @property
     def display_origin(self) -> str:
-        return _origin(self.display_hostname, self.https_port)
+        return service_origin(self.service, self.display_hostname, self.https_port)
+
+    @property
+    def display_url(self) -> str:
+        """What to type to reach it: https://example.com/, or the service's own URL (smtp://mail.example.com:25)."""
+        return f"https://{self.display_origin}/" if self.is_http else self.display_origin
 
     def get_absolute_url(self):
         return reverse("sites:detail", args=[self.organization.slug, self.pk])
 
 
-def _origin(host: str, port: int) -> str:
+def service_origin(service: str, host: str, port: int) -> str:
+    """`example.com` / `example.com:8443` for HTTPS, as before #18; any other service names itself and its
+    port, since smtp on 25 and on 587 are different things: `smtp://mail.example.com:25`."""
     host = f"[{host}]" if ":" in host else host
-    return host if port == 443 else f"{host}:{port}"
+    if service == HTTPS:
+        return host if port == 443 else f"{host}:{port}"
+    return f"{service}://{host}:{port}"

@@ -10,6 +10,7 @@ from tlsaudit.audits.queries import UNSHOWN_FIELDS, listed
 from tlsaudit.audits.services import queue_audits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
+from tlsaudit.domain.applicability import tools_not_applicable
 from tlsaudit.monitoring.history import diff_between
 from tlsaudit.orgs.access import org_for, site_for
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
@@ -100,6 +101,7 @@ def site_detail(request, org, pk):
     return render(request, "sites/detail.html", {
         "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
         "latest": latest, "since_previous": since_previous(site),
+        "tools_not_applicable": tools_not_applicable(site.tls_service),
     })
 
 

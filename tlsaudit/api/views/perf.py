@@ -7,7 +7,7 @@ from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
 from tlsaudit.api.base import CsvListMixin, OrgView
-from tlsaudit.api.errors import Conflict
+from tlsaudit.api.errors import Conflict, NotApplicable
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.serializers_perf import (
     HEAVY_COLUMNS,
@@ -38,7 +38,8 @@ CAP_FIELDS = {
     "cap_concurrency": {"load": "concurrency", "sweep": "levels", "handshakes": "agents_levels"},
     "cap_requests": {"load": "requests", "sweep": "requests", "handshakes": "per_agent"},
 }
-REFUSALS_DOC = ("Refusals: 409 `unverified` (prove control of the site first, on its verification page; a proof "
+REFUSALS_DOC = ("Refusals: 400 `not_applicable` (a load test or sweep of a site that is not HTTPS, a handshake run "
+                "of a STARTTLS service); 409 `unverified` (prove control of the site first, on its verification page; a proof "
                 "covers the host name, ports and pinned IP it was made for) or `busy` (one run per site at a "
                 "time); 422 `cap_concurrency` / `cap_requests` naming the field over the organization's cap; 429 "
                 "`cap_runs_per_day` with `Retry-After` until a run of the last 24 hours ages out.")
@@ -69,6 +70,8 @@ def api_error(refusal: services.RunRefused, org, kind: str) -> Exception:
     if refusal.code == "cap_runs_per_day":
         limit = LoadLimits.for_org(org).runs_per_day
         return daily_cap_refusal(PerfRun.objects.filter(organization=org), limit, refusal.code, refusal.message)
+    if refusal.code == "not_applicable":
+        return NotApplicable(refusal.message)
     if refusal.code == "invalid_params":
         return serializers.ValidationError({"__all__": [refusal.message]})
     return Conflict(refusal.message, code=refusal.code)   # unverified, busy

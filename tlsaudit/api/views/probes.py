@@ -7,7 +7,7 @@ from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
 from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
-from tlsaudit.api.errors import Conflict
+from tlsaudit.api.errors import Conflict, NotApplicable
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers_probes import (
@@ -59,7 +59,8 @@ class SiteProbeList(CsvListMixin, mixins.ListModelMixin, OrgView):
         summary="Start a browser probe of the site",
         description="Loads the page in Chromium over HTTPS and HTTP, cold and warm, `runs` times each. A probe "
                     "acts for a person with a verified email: the signed-in user, or for a key the member who "
-                    "created it. Answers 202 with the queued probe and its URL in `Location`. Refusals: 403 "
+                    "created it. Answers 202 with the queued probe and its URL in `Location`. Refusals: 400 "
+                    "`not_applicable` (a site that is not HTTPS: an SMTP server has no page to load); 403 "
                     "`unverified_email`; 409 `busy` (one probe per site at a time); 429 `probes_per_org`, "
                     "`probes_per_target` or `cap_probes_per_day` with `Retry-After`.",
         request=ProbeRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
@@ -88,6 +89,8 @@ def api_error(request, refusal: services.ProbeRefused, org) -> Exception:
         if isinstance(request.auth, ApiKey) and acting_user(request) is None:
             return Refused(KEY_WITHOUT_PERSON, refusal.code)
         return Refused(refusal.message, refusal.code)
+    if refusal.code == "not_applicable":
+        return NotApplicable(refusal.message)
     if refusal.code == "invalid_params":
         return serializers.ValidationError({"__all__": [refusal.message]})
     return Conflict(refusal.message, code=refusal.code)   # busy

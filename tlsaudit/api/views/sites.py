@@ -21,6 +21,7 @@ from tlsaudit.api.serializers import (
 from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.audits.models import AuditCertificate
 from tlsaudit.domain.diff import grades_at_or_below
+from tlsaudit.domain.services import SERVICES
 from tlsaudit.sites.models import Site
 
 MAX_EXPIRY_DAYS = 3650
@@ -34,6 +35,8 @@ SITE_FILTERS = [
     OpenApiParameter("expiring_within_days", {"type": "integer", "minimum": 0, "maximum": MAX_EXPIRY_DAYS},
                      description=f"Only sites whose leaf certificate expires within this many days (0–{MAX_EXPIRY_DAYS})."),
     OpenApiParameter("search", str, description="Substring of the host name or display name."),
+    OpenApiParameter("service", str, enum=list(SERVICES),
+                     description="Only sites of this TLS service (`smtp` gives SMTP with STARTTLS, not SMTPS)."),
     PAGE_SIZE_PARAM,
     FIELDS_PARAM,
 ]
@@ -62,6 +65,9 @@ def filter_sites(queryset, params):
     search = params.get("search", "").strip()
     if search:
         queryset = queryset.filter(Q(hostname__icontains=search) | Q(name__icontains=search))
+    service = params.get("service")
+    if service is not None:
+        queryset = queryset.filter(service=known_service(service))
     days = params.get("expiring_within_days")
     if days is not None:
         queryset = queryset.filter(certificate_not_after__lte=timezone.now() + timedelta(days=parse_days(days)))
@@ -72,6 +78,12 @@ def known_grade(param: str, grade: str) -> str:
     if grade not in ALL_GRADES:
         raise BadQuery({param: f"Use one of {', '.join(ALL_GRADES)}."})
     return grade
+
+
+def known_service(service: str) -> str:
+    if service not in SERVICES:
+        raise BadQuery({"service": f"Use one of {', '.join(SERVICES)}."})
+    return service
 
 
 def parse_days(raw: str) -> int:

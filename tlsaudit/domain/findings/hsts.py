@@ -12,8 +12,12 @@ HSTS_PRELOAD_AGE = 31536000       # one year: hstspreload.org's minimum
 
 
 def the_header(ctx: Context, check: Callable[[Hsts], Outcome | None]) -> Outcome | None:
-    """Run `check` on the Strict-Transport-Security header once it was read; untested when it was not."""
+    """Run `check` on the Strict-Transport-Security header once it was read; untested when it was not;
+    no finding at all for a service that is not HTTP (an SMTP server sends no header: the grade's
+    `not_applicable` says so, once)."""
     f = ctx.facts
+    if not f.hsts_check.applicable:
+        return None
     if f.hsts_check.status == NOT_TESTED or f.hsts is None:
         return untested(f.hsts_check.reason or "HTTP headers not fetched")
     return check(f.hsts)

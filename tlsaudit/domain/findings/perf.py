@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tlsaudit.domain.findings.registry import Context, Outcome, fail, ok, rule, untested
 from tlsaudit.domain.scanfacts import NOT_TESTED, OK
+from tlsaudit.domain.services import is_http
 
 
 @rule("perf.session_resumption", "info", "Session resumption disabled", "Session resumption works",
@@ -31,7 +32,9 @@ def _attempts(ids: str, tickets: str) -> str:
 @rule("perf.http2", "info", "HTTP/2 not offered (no ALPN h2)", "HTTP/2 offered via ALPN",
       "HTTP/2 multiplexes requests over one connection, so pages with many assets load faster. Clients "
       "pick it during the TLS handshake through ALPN.")
-def http2(ctx: Context) -> Outcome:
+def http2(ctx: Context) -> Outcome | None:
+    if not is_http(ctx.facts.service):
+        return None  # an SMTP server speaks SMTP over TLS, whatever ALPN says (#18)
     c = ctx.facts.alpn_check
     if c.status == NOT_TESTED:
         return untested(c.reason)
