@@ -13,9 +13,21 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup run test system services vendor lock check lint clean bench bench-full schema
+.PHONY: fastloop setup run test system services vendor lock check lint clean bench bench-full schema
 
-setup: $(STAMP)  ## idempotent: venv + pinned requirements
+# The load engine's C loop (workers/load/_fastloop.c), built in place; rebuilt only when its source
+# changes. Without it (no compiler / OpenSSL headers) the Python engine runs every load test.
+FASTLOOP_SRC := workers/load/_fastloop.c
+FASTLOOP := workers/load/_fastloop$(shell $(if $(wildcard $(PY)),$(PY),$(PY_SYS)) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+FASTLOOP_CFLAGS ?= -O2 -Wall -Wextra -Wno-unused-parameter -Werror
+
+$(FASTLOOP): $(FASTLOOP_SRC) | $(STAMP)
+	$(CC) $(FASTLOOP_CFLAGS) -shared -fPIC -I"$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")" \
+	  $(FASTLOOP_SRC) -o $@ -lssl -lcrypto
+
+setup: $(STAMP) $(FASTLOOP)  ## idempotent: venv + pinned requirements + the C load loop
+
+fastloop: $(FASTLOOP)  ## build the load engine's C loop (make setup does it when it is missing or stale)
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PY_SYS) -m venv $(VENV)
