@@ -147,14 +147,18 @@ static int error_slot(Engine *e, const char *name) {
 /* What OpenSSL's last failure is called in Python: (class, reason for a bare SSLError, or ""). */
 typedef struct { char cls[64]; char reason[128]; int is_eof; int sys_errno; } SslFailure;
 
-static void ssl_failure(SSL *ssl, int ret, int saved_errno, SslFailure *f) {
+/* `reported` is the return value CPython sees: SSL_do_handshake's, but 0 for reads and writes (it
+ * calls SSL_read_ex / SSL_write_ex, which return 0 on any failure): there a failed socket call with
+ * an empty error queue (a reset) is an EOF (SSLEOFError), as the Python engine then sees it. */
+static void ssl_failure(SSL *ssl, int ret, int reported, int saved_errno, SslFailure *f) {
     int err = SSL_get_error(ssl, ret);
     unsigned long code = ERR_peek_last_error();
     f->reason[0] = 0; f->is_eof = 0; f->sys_errno = 0;
     if (err == SSL_ERROR_ZERO_RETURN) {
         strcpy(f->cls, "SSLZeroReturnError");
     } else if (err == SSL_ERROR_SYSCALL && code == 0) {
-        if (saved_errno == 0) { strcpy(f->cls, "SSLEOFError"); f->is_eof = 1; }
+        /* CPython: a 0 return is an EOF (SSLEOFError) whatever errno says; -1 raises errno's OSError. */
+        if (reported == 0 || saved_errno == 0) { strcpy(f->cls, "SSLEOFError"); f->is_eof = 1; }
         else { strcpy(f->cls, errno_class(saved_errno)); f->sys_errno = saved_errno; }
     } else if (code && ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         strcpy(f->cls, "SSLEOFError"); f->is_eof = 1;  /* as CPython 3.10+ maps it */
@@ -299,7 +303,7 @@ static int head_line(Engine *e, Conn *c, const char *line, size_t n, const char 
     if (p->state == H_STATUS) {
         /* "HTTP/1.1 200 OK" */
         if (n < 12 || memcmp(line, "HTTP/1.", 7) != 0 || (line[7] != '0' && line[7] != '1') || line[8] != ' ') {
-            *error = n >= 5 && memcmp(line, "HTTP/", 5) == 0 ? "HttpParserError" : "HttpParserInvalidConstantError";
+            *error = n >= 5 && memcmp(line, "HTTP/", 5) == 0 ? "HttpParserError" : "HttpParserError";
             return -1;
         }
         if (!(line[9] >= '0' && line[9] <= '9' && line[10] >= '0' && line[10] <= '9' && line[11] >= '0' &&
@@ -313,7 +317,7 @@ static int head_line(Engine *e, Conn *c, const char *line, size_t n, const char 
         return 0;
     }
     const char *colon = memchr(line, ':', n);
-    if (!colon || colon == line) { *error = "HttpParserInvalidHeaderTokenError"; return -1; }
+    if (!colon || colon == line) { *error = "HttpParserError"; return -1; }
     size_t name_len = (size_t)(colon - line);
     const char *value = colon + 1;
     size_t value_len = n - name_len - 1;
@@ -321,14 +325,14 @@ static int head_line(Engine *e, Conn *c, const char *line, size_t n, const char 
     while (value_len && (value[value_len - 1] == ' ' || value[value_len - 1] == '\t')) value_len--;
     if (name_len == 14 && ci_prefix(line, name_len, "content-length")) {
         long long v = 0;
-        if (!value_len) { *error = "HttpParserInvalidContentLengthError"; return -1; }
+        if (!value_len) { *error = "HttpParserError"; return -1; }
         for (size_t i = 0; i < value_len; i++) {
             if (value[i] < '0' || value[i] > '9' || v > (LLONG_MAX - 9) / 10) {
-                *error = "HttpParserInvalidContentLengthError"; return -1;
+                *error = "HttpParserError"; return -1;
             }
             v = v * 10 + (value[i] - '0');
         }
-        if (p->length >= 0 && p->length != v) { *error = "HttpParserUnexpectedContentLengthError"; return -1; }
+        if (p->length >= 0 && p->length != v) { *error = "HttpParserError"; return -1; }
         p->length = v;
     } else if (name_len == 17 && ci_prefix(line, name_len, "transfer-encoding")) {
         if (ci_contains(value, value_len, "chunked")) p->chunked = 1;
@@ -394,7 +398,7 @@ static int parse(Engine *e, Conn *c, const char *data, size_t n, size_t *used, c
             len--;                                    /* '\n' */
             if (len && line[len - 1] == '\r') len--;
             if (p->state == B_CHUNK_CRLF) {
-                if (len) { *error = "HttpParserInvalidChunkSizeError"; return -1; }
+                if (len) { *error = "HttpParserError"; return -1; }
                 p->state = B_CHUNK_SIZE;
             } else if (p->state == B_CHUNK_SIZE) {
                 long long v = 0; size_t k = 0;
@@ -404,18 +408,18 @@ static int parse(Engine *e, Conn *c, const char *data, size_t n, size_t *used, c
                     else if (ch >= 'a' && ch <= 'f') d = ch - 'a' + 10;
                     else if (ch >= 'A' && ch <= 'F') d = ch - 'A' + 10;
                     else break;
-                    if (v > (LLONG_MAX >> 4)) { *error = "HttpParserInvalidChunkSizeError"; return -1; }
+                    if (v > (LLONG_MAX >> 4)) { *error = "HttpParserError"; return -1; }
                     v = v * 16 + d;
                 }
                 if (k == 0 || (k < len && line[k] != ';' && line[k] != ' ' && line[k] != '\t')) {
-                    *error = "HttpParserInvalidChunkSizeError"; return -1;
+                    *error = "HttpParserError"; return -1;
                 }
                 if (v == 0) p->state = B_TRAILERS;
                 else { p->left = v; p->state = B_CHUNK_DATA; }
             } else if (p->state == B_TRAILERS) {
                 if (!len) { p->state = M_DONE; }
             } else if (!len) {
-                if (p->state == H_STATUS) { *error = "HttpParserInvalidConstantError"; return -1; }
+                if (p->state == H_STATUS) { *error = "HttpParserError"; return -1; }
                 p->head_len = 0;
                 end_of_head(c);
             } else if (head_line(e, c, line, len, error) < 0) {
@@ -477,7 +481,7 @@ static int write_request(Engine *e, Conn *c) {
                 int err = SSL_get_error(c->ssl, r);
                 if (err == SSL_ERROR_WANT_WRITE || err == SSL_ERROR_WANT_READ) { ERR_clear_error(); sent = 0; goto wait; }
                 SslFailure f;
-                ssl_failure(c->ssl, r, saved, &f);
+                ssl_failure(c->ssl, r, 0, saved, &f);
                 e->write_errors++;
                 fail_conn(e, c, COL_RECEIVE, "receive: ", f.cls);
                 return -1;
@@ -574,8 +578,14 @@ static void feed(Engine *e, Conn *c, const char *data, size_t n) {
         }
         if (r == 0) return;
         message_complete(e, c);
-        if (c->state != RECEIVING && c->state != SENDING) return;
         data += used; n -= used;
+        if (c->state == DRAINING && n) {
+            /* Bytes past the end of a response after which the server closes: llhttp (the Python
+             * engine's parser) refuses them, so the response is complete and also an exception. */
+            fail_conn(e, c, COL_EXCEPTIONS, "exception: ", "unparsable response (HttpParserError)");
+            return;
+        }
+        if (c->state != RECEIVING && c->state != SENDING) return;
         if (n && !c->first_byte) c->first_byte = now_ns();
     }
 }
@@ -591,7 +601,7 @@ static void receive(Engine *e, Conn *c, uint32_t events) {
                 int err = SSL_get_error(c->ssl, r);
                 if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) { ERR_clear_error(); return; }
                 SslFailure f;
-                ssl_failure(c->ssl, r, saved, &f);
+                ssl_failure(c->ssl, r, 0, saved, &f);
                 if (err == SSL_ERROR_ZERO_RETURN || f.is_eof) { end_of_stream(e, c); return; }
                 if (c->state == DRAINING) { close_conn(e, c); slot_freed(e); return; }
                 if (f.sys_errno) fail_conn(e, c, COL_RECEIVE, "receive: ", f.cls);
@@ -646,7 +656,7 @@ static int continue_handshake(Engine *e, Conn *c, int first, char *error, size_t
         if (err == SSL_ERROR_WANT_READ) { watch(e, c, EPOLLIN, first); return 0; }
         if (err == SSL_ERROR_WANT_WRITE) { watch(e, c, EPOLLOUT, first); return 0; }
         SslFailure f;
-        ssl_failure(c->ssl, r, saved, &f);
+        ssl_failure(c->ssl, r, r, saved, &f);
         if (f.sys_errno && connect_errno(f.sys_errno)) snprintf(error, size, "connect: %s", f.cls);
         else if (f.is_eof || err == SSL_ERROR_ZERO_RETURN || (f.sys_errno && connection_errno(f.sys_errno)))
             snprintf(error, size, "connect: TLS handshake: connection closed (%s)", f.cls);

@@ -2,9 +2,10 @@
 
 `run_load(LoadSpec)` runs `requests` requests over `concurrency` connections, like
 `ab -n N -c C [-k] URL`: the spec is checked, the name resolved once, the TLS context and the
-request built once, then workers.load.engine runs it on one epoll loop of non-blocking sockets
-(httptools parses, OpenSSL's SSLSocket does TLS), in this process or split over several
-(`spec.processes`, merged exactly). The phases, failure columns and their ab semantics are
+request built once, then an engine runs it on one epoll loop of non-blocking sockets: the C loop
+(workers.load.fast_engine over _fastloop.c) when it is built, else workers.load.engine (httptools
+parses, OpenSSL's SSLSocket does TLS). Split over several loops (`spec.processes`, merged exactly):
+threads for the C loop, which releases the GIL; processes for the Python one. The phases, failure columns and their ab semantics are
 described in workers/load/engine.py. See /work/shared/loadgen-notes.md §1 and §3.3.
 """
 
