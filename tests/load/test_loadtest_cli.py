@@ -100,7 +100,7 @@ def test_loadtest_text_uses_abs_labels_and_a_time_limit_like_ab_t(cli, tls_lab):
     for line in ("Server Software:        nginx/", "SSL/TLS Protocol:       TLSv1.2,ECDHE-RSA-AES128-GCM-SHA256",
                  "Complete requests:      30", "Failed requests:        0", "Requests per second:",
                  "Connection Times (ms)", "Percentage of the requests served within a certain time (ms)",
-                 " 100%", "TLS handshake:", "Connections opened:     30"):
+                 " 100%", "TLS handshake:", "Connections opened:     30", "Load engine:            C loop"):
         assert line in text.stdout, line
     assert timed.returncode == 0, timed.stderr
     # -t without -n: at most 50,000 requests (ab's rule), ended by the time limit unless the C loop did

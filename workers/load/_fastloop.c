@@ -101,6 +101,11 @@ static inline long long now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* A connection's slot is reused as soon as it is freed (a failed write inside message_complete frees
+ * it and opens the next connection in the same struct): code that goes on after such a call checks
+ * that the struct still holds the same connection. */
+static inline int same(Conn *c, uint32_t generation) { return c->generation == generation && c->state != CLOSED; }
+
 /* ---- errors, named as Python names them (engine.py's strings) ----------------------------- */
 
 static const char *errno_class(int code) {
@@ -547,8 +552,9 @@ static void end_of_stream(Engine *e, Conn *c) {
     if (c->p.status && !c->complete && !framed(&c->p) &&
         (c->p.state == H_HEADERS || c->p.state == B_EOF)) {
         c->p.state = B_EOF;
+        uint32_t generation = c->generation;
         message_complete(e, c);  /* a body delimited by the connection's end */
-        if (c->state == CLOSED) return;
+        if (!same(c, generation)) return;
     }
     if (c->state == DRAINING) { close_conn(e, c); slot_freed(e); return; }
     if (c->served && c->received == 0) {
@@ -563,6 +569,7 @@ static void end_of_stream(Engine *e, Conn *c) {
 
 /* Bytes arrived for the response in flight (or after it). */
 static void feed(Engine *e, Conn *c, const char *data, size_t n) {
+    uint32_t generation = c->generation;
     if (c->state == DRAINING) return;  /* bytes after a complete "Connection: close" response */
     if (!c->first_byte) c->first_byte = now_ns();
     c->received += (long long)n;
@@ -578,6 +585,7 @@ static void feed(Engine *e, Conn *c, const char *data, size_t n) {
         }
         if (r == 0) return;
         message_complete(e, c);
+        if (!same(c, generation)) return;
         data += used; n -= used;
         if (c->state == DRAINING && n) {
             /* Bytes past the end of a response after which the server closes: llhttp (the Python
@@ -591,6 +599,7 @@ static void feed(Engine *e, Conn *c, const char *data, size_t n) {
 }
 
 static void receive(Engine *e, Conn *c, uint32_t events) {
+    uint32_t generation = c->generation;
     for (;;) {
         ssize_t n;
         if (c->ssl) {
@@ -620,7 +629,7 @@ static void receive(Engine *e, Conn *c, uint32_t events) {
             if (n == 0) { end_of_stream(e, c); return; }
         }
         feed(e, c, e->readbuf, (size_t)n);
-        if (c->state == CLOSED) return;
+        if (!same(c, generation)) return;
         if (!c->ssl) {
             if ((events & EPOLLRDHUP) && c->state == DRAINING) {
                 /* The response is complete and the server's FIN came with it (plain HTTP). */
