@@ -171,6 +171,8 @@ class HostileServer:
                 with self.behaviours.lock:
                     self.behaviours.requests.append(request)
                 self.handle(conn, request, index)
+                if conn.fileno() < 0:
+                    return  # the behaviour closed it itself (reset)
                 if isinstance(conn, ssl.SSLSocket):
                     conn = conn.unwrap() if index % 2 else conn  # with and without close_notify
                 conn.shutdown(socket.SHUT_WR)
