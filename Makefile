@@ -52,7 +52,7 @@ services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
 test: setup system services
-	@$(MAKE) --no-print-directory fastloop  # again: `system` may just have installed the compiler
+	@$(MAKE) -s --no-print-directory fastloop  # again: `system` may just have installed the compiler
 	@mkdir -p var/test test-artifacts
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
