@@ -13,9 +13,26 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: setup run test system services vendor lock check lint clean bench bench-full schema
+.PHONY: fastloop setup run test system services vendor lock check lint clean bench bench-full schema
 
-setup: $(STAMP)  ## idempotent: venv + pinned requirements
+# The load engine's C loop (workers/load/_fastloop.c), built in place; rebuilt only when its source
+# changes. Without it (no compiler / OpenSSL headers) the Python engine runs every load test.
+FASTLOOP_SRC := workers/load/_fastloop.c
+FASTLOOP := workers/load/_fastloop$(shell $(if $(wildcard $(PY)),$(PY),$(PY_SYS)) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+FASTLOOP_CFLAGS ?= -O2 -Wall -Wextra -Wno-unused-parameter -Werror
+
+$(FASTLOOP): $(FASTLOOP_SRC) | $(STAMP)
+	@if command -v $(CC) >/dev/null 2>&1 && [ -f /usr/include/openssl/ssl.h ]; then \
+	  echo "$(CC) ... $(FASTLOOP_SRC) -o $@"; \
+	  $(CC) $(FASTLOOP_CFLAGS) -shared -fPIC -I"$$($(PY) -c "import sysconfig; print(sysconfig.get_paths()['include'])")" \
+	    $(FASTLOOP_SRC) -o $@ -lssl -lcrypto; \
+	else \
+	  echo "The C load loop is not built (needs $(CC) and libssl-dev; make test installs them): load tests run on the Python engine."; \
+	fi
+
+setup: $(STAMP) $(FASTLOOP)  ## idempotent: venv + pinned requirements + the C load loop
+
+fastloop: $(FASTLOOP)  ## build the load engine's C loop (make setup does it when it is missing or stale)
 
 $(STAMP): requirements.txt
 	@test -x $(PY) || $(PY_SYS) -m venv $(VENV)
@@ -35,6 +52,7 @@ services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
 test: setup system services
+	@$(MAKE) -s --no-print-directory fastloop  # again: `system` may just have installed the compiler
 	@mkdir -p var/test test-artifacts
 	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -74,6 +75,48 @@ class Behaviours:
         cookies = "".join(f"Set-Cookie: c{i}={'v' * 1000}\r\n" for i in range(100))
         conn.sendall(f"HTTP/1.1 200 OK\r\n{cookies}Connection: close\r\n\r\n".encode() + b"until-eof")
 
+    def slowloris(self, conn, request, index):
+        # A head trickled one byte per 50 ms (~3 s in all): only the request timeout ends it.
+        for byte in response("200 OK", b"trickled"):
+            conn.sendall(bytes([byte]))
+            time.sleep(0.05)
+
+    def reset(self, conn, request, index):
+        # Reads the request, then resets the connection (SO_LINGER 0): no response, a RST.
+        raw = conn if not isinstance(conn, ssl.SSLSocket) else socket.socket(fileno=conn.fileno())
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        if raw is not conn:
+            raw.detach()
+        conn.close()
+
+    def longer_than_its_length(self, conn, request, index):
+        # Content-Length 2, then 7 body bytes: the response is complete after 2, the rest is ignored.
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nokextra")
+
+    def chunked(self, conn, request, index):
+        # A chunked body (3 chunks, a trailer), kept alive once, then closed.
+        body = b"4\r\nwiki\r\n5;ext=1\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-Trailer: t\r\n\r\n"
+        head = b"HTTP/1.1 200 OK\r\nServer: hostile/1\r\nTransfer-Encoding: chunked\r\n"
+        conn.sendall(head + b"\r\n" + body)
+        if read_request(conn):
+            conn.sendall(head + b"Connection: close\r\n\r\n" + body)
+
+    def bad_chunk_size(self, conn, request, index):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+
+    def http10_keepalive(self, conn, request, index):
+        # HTTP/1.0 keeps a connection only when it says "Connection: keep-alive" (twice here).
+        for _ in range(2):
+            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\nConnection: keep-alive\r\n\r\nabc")
+            if not read_request(conn):
+                return
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabc")
+
+    def no_content_204(self, conn, request, index):
+        conn.sendall(b"HTTP/1.1 204 No Content\r\nServer: hostile/1\r\nConnection: close\r\n\r\n")
+
+    def two_lengths(self, conn, request, index):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")
 
     def keepalive_then_idle_close(self, conn, request, index):
         # Answers one request keeping the connection alive, then closes when the next one comes,
@@ -128,6 +171,8 @@ class HostileServer:
                 with self.behaviours.lock:
                     self.behaviours.requests.append(request)
                 self.handle(conn, request, index)
+                if conn.fileno() < 0:
+                    return  # the behaviour closed it itself (reset)
                 if isinstance(conn, ssl.SSLSocket):
                     conn = conn.unwrap() if index % 2 else conn  # with and without close_notify
                 conn.shutdown(socket.SHUT_WR)
@@ -250,3 +295,11 @@ def hostile(request):
 def refused_port() -> int:
     """A loopback port with nothing listening (picked free by the kernel, then released)."""
     return free_ports(1)[0]
+
+
+@pytest.fixture(params=["python", "c"])
+def load_engine(request, monkeypatch) -> str:
+    """Run the test on the Python engine, then on the C loop (forced: TLSAUDIT_LOAD_ENGINE=c fails
+    rather than falling back, so a missing build cannot pass for the C engine)."""
+    monkeypatch.setenv("TLSAUDIT_LOAD_ENGINE", request.param)
+    return request.param

@@ -15,6 +15,9 @@ import pytest
 from workers.load.client import run_load
 from workers.load.spec import LoadSpec
 
+# Every test runs on both engines (Python and C), which must agree (tests/load/conftest.py).
+pytestmark = pytest.mark.usefixtures("load_engine")
+
 FAILURE_COLUMNS = ("failed_connect", "failed_receive", "failed_length", "failed_exceptions")
 
 

@@ -9,6 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+# Every test runs on both engines (Python and C), which must agree (tests/load/conftest.py).
+pytestmark = pytest.mark.usefixtures("load_engine")
+
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "load_no_resumption"
 

@@ -26,6 +26,8 @@ from tlsaudit.domain import stats
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 TABLE_PHASES = ("connect", "processing", "waiting", "total")
 LATENCY_PERCENTILES = (50, 90, 99)
+# LoadResult.engine -> what the text report calls it.
+ENGINE_NAMES = {"c": "C loop (one epoll loop per core used)", "python": "Python loop"}
 SANE_NAMES = {"connect": "the initial connection time", "processing": "the processing time",
               "waiting": "the waiting time", "total": "the total time"}
 
@@ -180,6 +182,7 @@ def ab_report(result: dict) -> dict:
         "cancelled": bool(result.get("cancelled")),
         "agents": result.get("agents", 1),
         "processes": result.get("processes", 1),
+        "engine": result.get("engine", "python"),
         "notes": list(result.get("notes") or []),
     }
     report.update(connection_times(result))
@@ -433,8 +436,11 @@ def extra_text(report: dict) -> list[str]:
         lines.append(f"Latency (ms):           p50 {lat['p50']:.3f}  p90 {lat['p90']:.3f}  p99 {lat['p99']:.3f}  "
                      f"max {lat['max']:.3f}  mean {lat['mean']:.3f}")
     lines.append(f"Connections opened:     {report['connections_opened']}")
-    if report["processes"] > 1:
+    if report["processes"] > 1 and report["engine"] == "c":
+        lines.append(f"Parallel loops:         {report['processes']} threads (n and c split evenly, results merged)")
+    elif report["processes"] > 1:
         lines.append(f"Processes:              {report['processes']} (n and c split evenly, results merged)")
+    lines.append(f"Load engine:            {ENGINE_NAMES.get(report['engine'], report['engine'])}")
     if report["timeouts"]:
         lines.append(f"Timeouts:               {report['timeouts']} (counted in Exceptions)")
     if report["cancelled"]:

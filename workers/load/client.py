@@ -2,9 +2,10 @@
 
 `run_load(LoadSpec)` runs `requests` requests over `concurrency` connections, like
 `ab -n N -c C [-k] URL`: the spec is checked, the name resolved once, the TLS context and the
-request built once, then workers.load.engine runs it on one epoll loop of non-blocking sockets
-(httptools parses, OpenSSL's SSLSocket does TLS), in this process or split over several
-(`spec.processes`, merged exactly). The phases, failure columns and their ab semantics are
+request built once, then an engine runs it on one epoll loop of non-blocking sockets: the C loop
+(workers.load.fast_engine over _fastloop.c) when it is built, else workers.load.engine (httptools
+parses, OpenSSL's SSLSocket does TLS). Split over several loops (`spec.processes`, merged exactly):
+threads for the C loop, which releases the GIL; processes for the Python one. The phases, failure columns and their ab semantics are
 described in workers/load/engine.py. See /work/shared/loadgen-notes.md §1 and §3.3.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
 
 from workers.load.engine import CANCEL_POLL_S, PROGRESS_EVERY_S, Engine, Throttle, quiet_gc
+from workers.load.fast_engine import EngineUnavailable, choose_engine
 from workers.load.merge import merge_results, result_from_dict
 from workers.load.spec import LoadResult, LoadSpec
 
@@ -53,12 +56,15 @@ def run_load(spec: LoadSpec, *, cancel: Callable[[], bool] | None = None,
     check_spec(spec)
     processes = min(spec.processes or automatic_processes(spec.concurrency), spec.concurrency)
     notes = []
-    if processes > 1 and is_daemonic():
+    threads = processes > 1 and threads_suffice(spec)
+    if processes > 1 and not threads and is_daemonic():
         notes.append(DAEMONIC_NOTE.format(asked=processes))
         processes = 1
     if processes <= 1:
         result = run_in_this_process(replace(spec, processes=1), cancel, on_progress)
         result.spec = spec
+    elif threads:
+        result = run_in_threads(spec, processes, cancel, on_progress)
     else:
         result = run_in_processes(spec, processes, cancel, on_progress)
     result.notes = result.notes + notes
@@ -105,9 +111,16 @@ def check_spec(spec: LoadSpec) -> None:
 
 
 def run_in_this_process(spec: LoadSpec, cancel, on_progress) -> LoadResult:
+    try:
+        engine_class = choose_engine(spec)
+    except EngineUnavailable as exc:
+        raise LoadError(str(exc)) from None
     address = resolve_once(spec)
-    engine = Engine(spec, address, build_ssl_context(spec), cancel, on_progress, build_request(spec))
-    with quiet_gc():
+    engine = engine_class(spec, address, build_ssl_context(spec), cancel, on_progress, build_request(spec))
+    if engine_class is Engine:
+        with quiet_gc():
+            engine.run()
+    else:  # the C loop makes no Python objects per request: nothing for the GC to quiet
         engine.run()
     return engine.result()
 
@@ -166,7 +179,61 @@ def build_request(spec: LoadSpec) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
-# Several processes
+# Several loops: threads of the C loop, or processes of the Python one
+
+
+def threads_suffice(spec: LoadSpec) -> bool:
+    """The C loop releases the GIL for its whole run: its loops run in parallel as threads of this
+    process (no fork, no pickling; possible in a daemonic Celery child too). Python loops need processes."""
+    try:
+        return choose_engine(spec) is not Engine
+    except EngineUnavailable:
+        return False  # run_in_this_process says why
+
+
+def run_in_threads(spec: LoadSpec, loops: int, cancel, on_progress) -> LoadResult:
+    """1. Build the address, TLS context and request once; one FastEngine per share of n and c.
+    2. Run each in its own thread; this thread polls `cancel` (relayed through an Event, at the
+    engines' cadence) and sums their progress. 3. Merge their results exactly, as for processes."""
+    address, context, request = resolve_once(spec), build_ssl_context(spec), build_request(spec)
+    shares = zip(split_evenly(spec.requests, loops), split_evenly(spec.concurrency, loops))
+    specs = [replace(spec, requests=n, concurrency=max(1, min(c, n)), processes=1) for n, c in shares]
+    stop = threading.Event()
+    progress = [0] * loops
+    engines = [choose_engine(s)(s, address, context, stop.is_set, progress_setter(progress, i), request)
+               for i, s in enumerate(specs)]
+    failures: list[BaseException] = []
+    threads = [threading.Thread(target=run_engine, args=(engine, failures), name=f"loadgen-{i}", daemon=True)
+               for i, engine in enumerate(engines)]
+    for thread in threads:
+        thread.start()
+    throttle = Throttle()
+    while alive := [thread for thread in threads if thread.is_alive()]:
+        alive[0].join(timeout=0.05)
+        if cancel is not None and throttle.due("cancel", CANCEL_POLL_S) and cancel():
+            stop.set()
+        if on_progress is not None and throttle.due("progress", PROGRESS_EVERY_S):
+            on_progress(sum(progress), spec.requests)
+    if failures:
+        raise LoadError(f"a load thread failed: {type(failures[0]).__name__}: {failures[0]}")
+    if on_progress is not None:
+        on_progress(sum(progress), spec.requests)
+    merged = result_from_dict(merge_results([engine.result().to_dict() for engine in engines]))
+    merged.spec = spec
+    return merged
+
+
+def progress_setter(progress: list[int], index: int):
+    def report(done: int, _total: int) -> None:
+        progress[index] = done
+    return report
+
+
+def run_engine(engine, failures: list[BaseException]) -> None:
+    try:
+        engine.run()
+    except BaseException as exc:  # reported by run_in_threads, not lost in a thread
+        failures.append(exc)
 
 
 def split_evenly(total: int, parts: int) -> list[int]:
@@ -210,7 +277,6 @@ def start_method() -> str:
     starts a new interpreter and imports it again, ~60 ms of CPU, as much as ab's whole 5,000-request
     new-connection run). Callers with threads (a Celery agent's monitor) get spawn."""
     import multiprocessing
-    import threading
 
     if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
@@ -218,8 +284,6 @@ def start_method() -> str:
 
 
 def child_main(spec_dict, index, stop, barrier, progress, results) -> None:
-    import threading
-
     spec = LoadSpec.from_dict(spec_dict)
     try:
         barrier.wait(timeout=START_BARRIER_TIMEOUT_S)

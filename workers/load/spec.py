@@ -94,6 +94,8 @@ class LoadResult:
     # child processes), on the epoch clock so agents' runs merge into one span. Rates divide by this.
     wall_started_at: float | None = None
     wall_s: float | None = None
+    # Which loop ran it: "c" (workers/load/_fastloop.c) or "python" (workers/load/engine.py).
+    engine: str = "python"
 
     def to_dict(self) -> dict:
         """The wire form. Not dataclasses.asdict: it deep-copies every exact sample one by one (~40 ms
