@@ -44,7 +44,7 @@ def mail_site(org_a, alice):
 @pytest.mark.parametrize("address, service, port", [
     ("smtp://mail.example.com", "smtp", 25),
     ("SMTP://Mail.Example.com:587", "smtp", 587),
-    ("submission://mail.example.com", "smtp", 25),
+    ("submission://mail.example.com", "smtp", 587),
     ("smtps://mail.example.com", "smtps", 465),
     ("imap://mail.example.com", "imap", 143),
     ("imaps://mail.example.com", "imaps", 993),

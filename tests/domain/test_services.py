@@ -10,7 +10,7 @@ from tlsaudit.domain.services import SERVICES, UnknownService, is_http, service_
 @pytest.mark.parametrize("text, scheme, port", [
     ("smtp://mail.example.com", "smtp", None),
     ("SMTP://Mail.Example.com:587", "smtp", 587),
-    ("submission://mail.example.com", "smtp", None),
+    ("submission://mail.example.com", "smtp", 587),
     ("imaps://mail.example.com", "imaps", None),
     ("postgresql://db.example.com:6543", "postgres", 6543),
     ("ldap://[2001:db8::1]:389", "ldap", 389),

@@ -12,6 +12,8 @@ from workers.tls.starttls import StartTlsRefused, StartTlsStalled, negotiate
 
 LDAP_OK = bytes.fromhex("300c02010178070a010004000400")
 LDAP_UNAVAILABLE = bytes.fromhex("300c02010178070a013404000400")   # resultCode 52
+# The same success as Active Directory writes it: every length in the 4-octet long form (outside review).
+LDAP_OK_LONG_LENGTHS = bytes.fromhex("308400000010020101788400000007" "0a0100040004 00".replace(" ", ""))
 XMPP_FEATURES = (b"<?xml version='1.0'?><stream:stream xmlns='jabber:client' id='1' version='1.0'>"
                  b"<stream:features><starttls xmlns='urn:ietf:params:xml:ns:xmpp-tls'><required/></starttls>"
                  b"</stream:features>")
@@ -37,6 +39,9 @@ GO_AHEADS = [
     ("XMPP", XMPP_FEATURES + b"<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>",
      b"to='mail.test'"),
     ("LDAP", LDAP_OK, starttls.LDAP_STARTTLS),
+    ("LDAP", LDAP_OK_LONG_LENGTHS, starttls.LDAP_STARTTLS),
+    ("XMPP", XMPP_FEATURES + b"<proceed xmlns='urn:ietf:params:xml:ns:xmpp-tls'></proceed>",
+     starttls.XMPP_STARTTLS),
     ("POSTGRES", b"S", starttls.POSTGRES_SSL_REQUEST),
 ]
 
@@ -61,7 +66,8 @@ REFUSALS = [
     ("XMPP", b"<stream:stream><stream:error><host-unknown/></stream:error>", "closed our XMPP stream"),
     ("XMPP", XMPP_FEATURES + b"<failure xmlns='urn:ietf:params:xml:ns:xmpp-tls'/>", "refused XMPP STARTTLS"),
     ("LDAP", LDAP_UNAVAILABLE, "result code 52"),
-    ("LDAP", b"\x30\x84\xff\xff\xff\xff", "impossible length"),
+    ("LDAP", b"\x30\x84\xff\xff\xff\xff", "claims 4294967295 bytes"),
+    ("LDAP", b"\x30\x85\x00\x00\x00\x00\x10", "impossible length"),
     ("LDAP", b"\x30\x05\x02\x01\x01\x78\x09", "truncated"),
     ("LDAP", b"\x30\x06\x02\x01\x01\x65\x01\x00", "not an LDAP extended response"),
     ("LDAP", b"HTTP/1.1 400", "not LDAP"),

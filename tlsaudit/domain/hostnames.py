@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import idna
 
-from tlsaudit.domain.services import UnknownService, service_named
+from tlsaudit.domain.services import UnknownService, alias_port, service_named
 from tlsaudit.domain.text import describe
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -52,9 +52,10 @@ def parse_address(text: str, *, services: bool = False) -> SiteAddress:
 def _parse_url(text: str, services: bool = False) -> SiteAddress:
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
+    implied_port = None
     if services and scheme not in ("http", "https"):
         try:
-            scheme = service_named(scheme).scheme
+            scheme, implied_port = service_named(scheme).scheme, alias_port(scheme)
         except UnknownService as exc:
             raise AddressError(str(exc)) from None
     elif scheme not in ("http", "https"):
@@ -64,7 +65,7 @@ def _parse_url(text: str, services: bool = False) -> SiteAddress:
     if parts.path not in ("", "/") or parts.query or parts.fragment:
         raise AddressError("Enter the site's address without a path or query: e.g. https://example.com/.")
     host, port = _split_host_port(parts.netloc)
-    return SiteAddress(normalize_hostname(host), port, scheme)
+    return SiteAddress(normalize_hostname(host), port if port is not None else implied_port, scheme)
 
 
 def _split_host_port(netloc: str) -> tuple[str, int | None]:

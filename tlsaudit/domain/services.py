@@ -43,6 +43,9 @@ SERVICES: dict[str, Service] = {s.scheme: s for s in (
 )}
 # Other spellings users type for the same service.
 ALIASES = {"postgresql": "postgres", "submission": "smtp"}
+# An alias whose own port differs from its service's: mail submission is SMTP with STARTTLS on 587
+# (RFC 6409), where port 25 is often blocked (outside review).
+ALIAS_PORTS = {"submission": 587}
 SERVICE_CHOICES = [(s.scheme, s.label) for s in SERVICES.values()]
 
 
@@ -59,6 +62,11 @@ def service_named(scheme: str) -> Service:
     except KeyError:
         known = ", ".join(f"{s}://" for s in SERVICES)
         raise UnknownService(f"{scheme}:// is not a TLS service we audit. Known: {known}.") from None
+
+
+def alias_port(scheme: str) -> int | None:
+    """The port a spelling implies when the user typed none (`submission://` -> 587), else None."""
+    return ALIAS_PORTS.get((scheme or "").strip().lower())
 
 
 def is_http(scheme: str) -> bool:

@@ -214,7 +214,7 @@ def _xmpp(wire: _Wire, host: str) -> None:
     if b"urn:ietf:params:xml:ns:xmpp-tls" not in features:
         raise StartTlsRefused("the server did not offer STARTTLS in its XMPP stream features")
     wire.send(XMPP_STARTTLS, "our <starttls/>")
-    answer = wire.until_contains(b"/>", b"</failure>")
+    answer = wire.until_contains(b"/>", b"</failure>", b"</proceed>")   # <proceed/> or <proceed ...></proceed>
     if b"<proceed" not in answer:
         raise StartTlsRefused(f"the server refused XMPP STARTTLS: {_quote(answer.decode('utf-8', 'replace'))}")
 
@@ -230,6 +230,11 @@ def _ldap(wire: _Wire, host: str) -> None:
 _LDAP_RESULTS = {2: "protocolError", 1: "operationsError", 52: "unavailable", 53: "unwillingToPerform"}
 
 
+# Active Directory writes every BER length in the 4-octet long form (0x84 ...); the value stays bounded
+# by MAX_PRELUDE_BYTES whatever its octets.
+MAX_BER_LENGTH_OCTETS = 4
+
+
 def _ldap_message(wire: _Wire) -> bytes:
     """One BER LDAPMessage (a SEQUENCE), whole."""
     head = wire.exactly(2)
@@ -238,7 +243,7 @@ def _ldap_message(wire: _Wire) -> bytes:
     length, size_bytes = head[1], 0
     if length & 0x80:
         size_bytes = length & 0x7F
-        if not 1 <= size_bytes <= 3:
+        if not 1 <= size_bytes <= MAX_BER_LENGTH_OCTETS:
             raise StartTlsRefused("the server's LDAP answer has an impossible length")
         length = int.from_bytes(wire.exactly(size_bytes), "big")
     if length > MAX_PRELUDE_BYTES:
@@ -267,7 +272,7 @@ def _ber_elements(data: bytes):
         at += 2
         if length & 0x80:
             size = length & 0x7F
-            if not 1 <= size <= 3 or at + size > len(data):
+            if not 1 <= size <= MAX_BER_LENGTH_OCTETS or at + size > len(data):
                 raise StartTlsRefused("the server's LDAP answer has an impossible length")
             length = int.from_bytes(data[at:at + size], "big")
             at += size
