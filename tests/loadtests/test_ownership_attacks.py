@@ -348,6 +348,27 @@ def test_a_run_queued_before_the_site_was_repointed_sends_nothing(start_worker_o
     assert trap.accepted == 0
 
 
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_run_queued_before_the_site_became_another_service_sends_nothing(start_worker_on, org_a):
+    """The outside review: applicability was checked only at queue time. A load run queued while the site
+    was HTTPS, then the site edited to IMAPS on the same ports (the proof still holds): the worker
+    refuses it, and the server sees no request."""
+    from tests import hostile
+    from tests.ssrf.test_targets import wait_finished
+
+    site = proven_site(org_a)
+    with hostile.trap("127.0.0.1", site.http_port) as (_, trap):
+        run = services.queue_run(site, "load", {"requests": 2, "concurrency": 1, "scheme": "http"})
+        Site.objects.filter(pk=site.pk).update(service="imaps")   # even behind the form's back
+        start_worker_on(("load",), concurrency=1)
+        run = wait_finished(run)
+
+    assert (run.status, run.error_code) == ("failed", "not_applicable"), run.error_message
+    assert "IMAPS" in run.error_message and "No load was sent" in run.error_message
+    assert trap.accepted == 0
+
+
 # --- a proof covers the server it was made at, not whatever the name points at later -------------
 
 def named_site(org, port: int) -> Site:

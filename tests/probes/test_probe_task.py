@@ -120,3 +120,23 @@ def test_a_private_address_is_refused_when_private_targets_are_off(browser_worke
         probe = wait_finished(services.queue_probe(probe_site, {"runs": 1}, user=alice))
     assert probe.status == "failed" and probe.error_code == "private_target", probe.error_message
     assert probe.result is None
+
+
+def test_a_probe_queued_before_the_site_became_another_service_loads_nothing(browser_worker, alice, org_a,
+                                                                            chromium_marker):
+    """The outside review: applicability was checked only at queue time. A probe queued while the site
+    was HTTPS, then the site edited to SMTPS behind the form's back: the worker refuses it, and the server
+    sees no connection."""
+    from tests import hostile
+
+    with hostile.trap("127.0.0.1") as (https_port, trap):
+        site = Site.objects.create(organization=org_a, hostname="localhost", https_port=https_port,
+                                   http_port=closed_port(), pinned_ip="127.0.0.1", name="Became SMTPS")
+        probe = services.queue_probe(site, {"runs": 1}, user=alice)
+        Site.objects.filter(pk=site.pk).update(service="smtps")
+        with browser_worker():
+            probe = wait_finished(probe)
+
+    assert (probe.status, probe.error_code) == ("failed", "not_applicable"), probe.error_message
+    assert "SMTPS" in probe.error_message and probe.result is None
+    assert trap.accepted == 0

@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_shutdown
 from django.conf import settings
 
+from tlsaudit.domain.applicability import PROBE, not_applicable_reason
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
 from workers.browser.host import HOST
@@ -44,6 +45,9 @@ def run_probe(self, probe_id: int) -> str:
     process's browser, progress onto the row, 7. store the result and its summary (or the engine's
     error), 8. release the lock."""
     probe = gate.queued(Probe, probe_id)
+    not_applicable = not_applicable_reason(probe.site.tls_service, PROBE)   # the site edited while queued?
+    if not_applicable:
+        gate.refuse(probe, fail, "not_applicable", not_applicable)
     target = gate.resolved(probe, fail)
     gate.reachable(probe, target.ip, [deciding_port(probe)], fail)
     holder = gate.holder_of(probe_id)

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from tlsaudit.domain.abstats import ab_report
+from tlsaudit.domain.applicability import not_applicable_reason
 from tlsaudit.loadtests import plans, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
@@ -39,7 +40,11 @@ def start_run(self, run_id: int) -> str:
     (at the proven address), 3. pre-flight the ports it loads, 4. lock those ip:ports, 5. plan the steps,
     6. claim the row atomically, 7. hand the locks to the run (its end frees them), send the first step."""
     run = gate.queued(PerfRun, run_id)
-    unverified = services.unverified_reason(run.site)   # edited while the run was queued?
+    # The site may have been edited while the run was queued: to another service, or its proof lost.
+    not_applicable = not_applicable_reason(run.site.tls_service, run.kind)
+    if not_applicable:
+        gate.refuse(run, fail, "not_applicable", f"{not_applicable} {NO_LOAD}")
+    unverified = services.unverified_reason(run.site)
     if unverified:
         gate.refuse(run, fail, "unverified", f"{unverified} {NO_LOAD}")
     target = gate.resolved(run, fail)
@@ -60,7 +65,10 @@ def start_run(self, run_id: int) -> str:
         if not services.claim(run_id, target.ip, steps, limits.max_duration_s, lock.keys):
             return gate.SKIPPED
         if not lock.keep(services.run_holder(run_id), seconds):
+            # Redis may have run the hand-over and lost only its reply: then the run holds the keys,
+            # and nothing else would free them before they expire.
             services.fail(run, "lock_lost", LOCK_LOST)
+            services.release_locks(PerfRun.objects.get(pk=run_id))
             return gate.FAILED
     services.save_plan(run_id, steps)
     dispatch_step(run_id, 0)
