@@ -128,6 +128,28 @@ def test_the_c_loop_is_chosen_by_default_and_the_python_engine_when_it_is_not_bu
         run_load(spec)
 
 
+def test_https_runs_on_the_c_loop_only_when_it_shares_pythons_openssl(tls_lab, monkeypatch):
+    """The outside review: the C loop uses the SSL_CTX inside Python's SSLContext, which is only safe on
+    the one OpenSSL of the process. Here they share it; a C loop built on another OpenSSL (its version
+    number differs) leaves HTTPS to the Python engine, saying why, and plain HTTP on the C loop."""
+    spec = LoadSpec(scheme="https", host="localhost", ip="127.0.0.1", port=tls_lab.port("load_no_resumption"),
+                    requests=3, concurrency=1)
+    monkeypatch.delenv(fast_engine.ENGINE_VARIABLE, raising=False)
+    assert fast_engine.openssl_not_shared() is None and run_load(spec).engine == "c"
+
+    fast_engine.openssl_not_shared.cache_clear()
+    monkeypatch.setattr(fast_engine._fastloop, "OPENSSL_VERSION_NUMBER", fast_engine.ssl.OPENSSL_VERSION_NUMBER + 1)
+    try:
+        reason = fast_engine.why_not_fast(spec)
+        fallback = run_load(spec)
+        plain = fast_engine.why_not_fast(LoadSpec(scheme="http", host="localhost", ip="127.0.0.1", port=1))
+    finally:
+        fast_engine.openssl_not_shared.cache_clear()
+    assert reason and "is not Python's ssl's" in reason
+    assert (fallback.engine, fallback.counters.complete) == ("python", 3)
+    assert plain is None
+
+
 def test_c_loops_run_as_threads_of_one_process_with_exact_totals(tls_lab, monkeypatch):
     monkeypatch.delenv(fast_engine.ENGINE_VARIABLE, raising=False)
     monkeypatch.setattr(client, "run_in_processes", refuse_processes)

@@ -921,7 +921,7 @@ static void loop(Engine *e) {
 /* ---- the module ---------------------------------------------------------------------------- */
 
 /* PySSLContext: PyObject_HEAD, then its SSL_CTX* (as workers/load/tls13.py reads it; the caller
- * checks the layout, see fast_engine.ssl_ctx_usable). */
+ * checks the layout; fast_engine.openssl_not_shared first checks both run on one OpenSSL). */
 typedef struct { PyObject_HEAD SSL_CTX *ctx; } SSLContextHead;
 
 static void free_engine(Engine *e) {

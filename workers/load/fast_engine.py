@@ -13,6 +13,8 @@ loudly when the C loop cannot run the spec rather than falling back).
 
 from __future__ import annotations
 
+import _ssl
+import functools
 import ipaddress
 import os
 import ssl
@@ -24,6 +26,7 @@ from collections import Counter
 from workers.load.engine import Engine
 from workers.load.merge import encode_histogram, new_histogram, record_values
 from workers.load.spec import MAX_EXACT_SAMPLES, PHASES, LoadCounters, LoadResult, LoadSpec
+from workers.load.tls13 import linked_libssl
 
 try:  # built in place by `make setup` (`make fastloop`); absent on a fresh clone before that
     from workers.load import _fastloop
@@ -44,6 +47,24 @@ def why_not_fast(spec: LoadSpec) -> str | None:
         return "the C load engine is not built (make fastloop)"
     if not sys.platform.startswith("linux"):
         return "the C load engine needs Linux (epoll)"
+    if spec.scheme == "https":
+        return openssl_not_shared()
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def openssl_not_shared() -> str | None:
+    """The C loop runs TLS on the `SSL_CTX*` inside Python's SSLContext: only safe when both are the one
+    OpenSSL of this process (a Python with its own or a static OpenSSL, as python-build-standalone or
+    conda ship, would hand it a foreign struct). None when shared; else why the Python engine runs HTTPS."""
+    ours, pythons = _fastloop.OPENSSL_VERSION_NUMBER, ssl.OPENSSL_VERSION_NUMBER
+    if ours != pythons:
+        return f"the C load engine's OpenSSL ({ours:#x}) is not Python's ssl's ({pythons:#x})"
+    # Other extensions may map their own copy (psycopg's wheel does): what counts is that both link one.
+    theirs, mine = linked_libssl(_ssl.__file__), linked_libssl(_fastloop.__file__)
+    if not theirs or theirs != mine:
+        return (f"Python's ssl links {', '.join(theirs) or 'no shared libssl'} and the C load engine "
+                f"{', '.join(mine) or 'none'}: not one OpenSSL")
     return None
 
 

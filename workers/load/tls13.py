@@ -146,11 +146,16 @@ def _mapped_libssl() -> list[str]:
 
 
 def _ldd_libssl() -> list[str]:
+    return linked_libssl(_ssl.__file__)
+
+
+def linked_libssl(shared_object: str) -> list[str]:
+    """The libssl files the loader links `shared_object` to (ldd), real paths; [] when none or unknown."""
     try:
-        out = subprocess.run(["ldd", _ssl.__file__], capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(["ldd", shared_object], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    return re.findall(r"libssl\S*\s+=>\s+(\S+)", out)
+    return [os.path.realpath(path) for path in re.findall(r"libssl\S*\s+=>\s+(\S+)", out)]
 
 
 # --- the SSL_CTX* inside the SSLContext ----------------------------------------------------------
