@@ -87,8 +87,16 @@ class SortedCounts:
     int objects, and a run's samples repeat a few thousand values at most (µs of a loop's phases)."""
 
     def __init__(self, values):
-        self.runs = sorted(Counter(values).items())
-        self.ends = list(accumulate(count for _, count in self.runs))  # index past each run
+        counts = Counter(values)
+        # Two flat lists, no (value, count) tuples: thousands of live tuples would set off GC passes
+        # over the caller's heap, which holds the run's samples (up to a million list items).
+        self.values = sorted(counts)
+        self.counts = [counts[value] for value in self.values]
+        self.ends = list(accumulate(self.counts))  # index past each run
+
+    @property
+    def runs(self):
+        return zip(self.values, self.counts)
 
     def __len__(self) -> int:
         return self.ends[-1] if self.ends else 0
@@ -99,7 +107,7 @@ class SortedCounts:
             index += n
         if not 0 <= index < n:
             raise IndexError(index)
-        return self.runs[bisect_right(self.ends, index)][0]
+        return self.values[bisect_right(self.ends, index)]
 
 
 def value_runs(ordered: list[int]):
