@@ -689,6 +689,9 @@ static int start_tls(Engine *e, Conn *c, char *error, size_t size) {
     }
     SSL_set_connect_state(c->ssl);
     SSL_set_mode(c->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* CPython's contexts set RELEASE_BUFFERS (memory for idle sockets); a load connection reads and
+     * writes on every request, where it is a free and a malloc of both record buffers each time. */
+    SSL_clear_mode(c->ssl, SSL_MODE_RELEASE_BUFFERS);
     /* One recv per TLS record, not two (header, then body); the loop drains what was read ahead. */
     SSL_set_read_ahead(c->ssl, 1);
     if (e->server_name) SSL_set_tlsext_host_name(c->ssl, e->server_name);
