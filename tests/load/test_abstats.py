@@ -6,19 +6,24 @@ from __future__ import annotations
 import math
 import re
 import subprocess
+from collections import Counter
 
 import pytest
 
 from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import (
+    PERCENTAGES,
+    SortedCounts,
     ab_median,
     ab_percentile,
     ab_report,
     ab_sd,
     ab_text,
+    exact_phase_stats,
     round_ms,
     run_figures,
     sweep_summary,
+    value_runs,
 )
 from workers.load.merge import encode_histogram, new_histogram, record_values
 from workers.load.spec import LoadCounters, LoadSpec
@@ -302,3 +307,20 @@ def test_a_run_stopped_at_its_time_limit_says_so_instead_of_asking_for_more_requ
     assert slow["needed"] is None
     done = run_figures({"wall_s": 0.5, "complete_requests": 500, "requests_planned": 500, "latency_ms": {"p50": 1}})
     assert done["needed"] == 1200
+
+
+@pytest.mark.parametrize("values", [[5], [3, 3], [1, 2], [0, 0, 0, 9], [-4, -4, 2, 2, 2, 7, 1_000_000],
+                                    [n * n % 977 for n in range(10_001)]])
+def test_phase_stats_over_runs_of_equal_values_equal_ab_arithmetic_on_every_sample(values):
+    """Sum and sd are taken per distinct value: the same integers as ab's per-sample sums, so the same sd."""
+    ordered = sorted(values)
+    mean = sum(ordered) // len(ordered)
+    counted = SortedCounts(reversed(values))
+    assert [counted[i] for i in range(len(ordered))] == ordered and counted[-1] == ordered[-1]
+    assert [ab_percentile(counted, p) for p in PERCENTAGES] == [ab_percentile(ordered, p) for p in PERCENTAGES]
+    got = exact_phase_stats(counted)
+    assert got == {"count": len(ordered), "min": ordered[0], "mean": mean, "sd": ab_sd(ordered, mean),
+                   "median": ab_median(ordered), "max": ordered[-1]}
+    assert list(value_runs(ordered)) == sorted(Counter(ordered).items())
+    with pytest.raises(IndexError):
+        counted[len(ordered)]

@@ -188,10 +188,35 @@ def test_chunk_recorder_keeps_exact_samples_up_to_the_bound_then_histograms(monk
     batch = fast_engine.array("i", [10, 20, 30]).tobytes()
 
     recorder.sink(PHASES.index("total"), batch)
-    assert recorder.exact and recorder.samples["total"] == [10, 20, 30]
+    assert recorder.exact and recorder.samples["total"].tolist() == [10, 20, 30]
     recorder.sink(PHASES.index("total"), batch)
     histograms, samples = recorder.finish()
 
     assert samples is None
     total = decode_histogram(histograms["total"])
     assert total.get_total_count() == 6 and total.get_max_value() == 30
+
+
+def test_sort_int32_sorts_in_place_negatives_first_and_refuses_other_buffers():
+    values = [0, -1, 2**31 - 1, -2**31, 65536, 65535, -65536, 7, 7, 1 << 16 | 3, 3]
+    samples = fast_engine.array("i", values)
+    fast_engine._fastloop.sort_int32(samples)
+    assert samples.tolist() == sorted(values)
+    for short in (fast_engine.array("i"), fast_engine.array("i", [5])):
+        fast_engine._fastloop.sort_int32(short)
+    with pytest.raises(TypeError):
+        fast_engine._fastloop.sort_int32(fast_engine.array("q", [2, 1]))
+    with pytest.raises(BufferError):
+        fast_engine._fastloop.sort_int32(bytes(8))  # read-only
+
+
+def test_chunk_recorder_keeps_completion_order_and_fills_the_same_histograms():
+    recorder = fast_engine.ChunkRecorder()
+    total = PHASES.index("total")
+    recorder.sink(total, fast_engine.array("i", [30, 10, 20]).tobytes())
+    recorder.sink(total, fast_engine.array("i", [5, 30]).tobytes())
+    histograms, samples = recorder.finish()
+    assert samples["total"] == [30, 10, 20, 5, 30] and samples["tls"] == []
+    reference = fast_engine.new_histogram()
+    fast_engine.record_values(reference, [30, 10, 20, 5, 30])
+    assert histograms["total"] == fast_engine.encode_histogram(reference)

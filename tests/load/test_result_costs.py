@@ -11,7 +11,7 @@ import dataclasses
 import random
 import sys
 
-from workers.load.merge import encode_histogram, new_histogram, record_values
+from workers.load.merge import encode_histogram, new_histogram, record_sorted_values, record_values
 from workers.load.spec import HISTOGRAM_RANGE_US, PHASES, LoadResult, LoadSpec
 
 
@@ -62,3 +62,23 @@ def test_the_wire_form_equals_asdict_without_deep_copying_every_sample():
     wire["samples"]["total"].append(-1)
     wire["notes"].append("another")
     assert len(result.samples["total"]) == 20_000 and result.notes == ["a note"], "the wire form is a copy"
+
+
+def test_recording_a_sorted_list_by_its_runs_equals_recording_every_value():
+    """The C loop's exact samples arrive sorted: their histogram is filled per run of equal values."""
+    rng = random.Random(11)
+    highest = HISTOGRAM_RANGE_US[1]
+    values = sorted([int(rng.lognormvariate(rng.uniform(0, 12), 2)) for _ in range(5_000)]
+                    + [-7, -7, 0, highest, highest + 1, highest + 1] + [42] * 300)
+    by_value, by_run = new_histogram(), new_histogram()
+    by_value.record_value(9, 2)  # counts already held stay
+    by_run.record_value(9, 2)
+
+    record_values(by_value, values)
+    record_sorted_values(by_run, values)
+
+    assert encode_histogram(by_run) == encode_histogram(by_value)
+    assert (by_run.total_count, by_run.min_value, by_run.max_value) == (
+        by_value.total_count, by_value.min_value, by_value.max_value)
+    record_sorted_values(by_run, [])
+    assert by_run.total_count == by_value.total_count

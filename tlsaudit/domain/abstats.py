@@ -18,6 +18,9 @@ digits): `connection_times.source` says which. Pure: no Django, no sockets.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
+from collections import Counter
+from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
@@ -67,11 +70,54 @@ def ab_percentile(sorted_values: list[int], percent: int) -> int:
     return sorted_values[len(sorted_values) * percent // 100]
 
 
-def exact_phase_stats(values: list[int]) -> dict:
-    ordered = sorted(values)
-    mean = ab_mean(ordered)
-    return {"count": len(ordered), "min": ordered[0], "mean": mean, "sd": ab_sd(ordered, mean),
-            "median": ab_median(ordered), "max": ordered[-1]}
+def exact_phase_stats(ordered: SortedCounts) -> dict:
+    """ab's fields of one phase from its samples in ascending order. Sum and sd go over the runs of
+    equal values (a few thousand, not up to MAX_EXACT_SAMPLES samples) with the same integers as
+    ab_mean and ab_sd on every sample, so the same figures."""
+    n = len(ordered)
+    mean = sum(value * count for value, count in ordered.runs) // n
+    squares = sum((value - mean) ** 2 * count for value, count in ordered.runs)
+    sd = math.sqrt(squares / (n - 1)) if n > 1 else 0.0
+    return {"count": n, "min": ordered[0], "mean": mean, "sd": sd, "median": ab_median(ordered), "max": ordered[-1]}
+
+
+class SortedCounts:
+    """A phase's samples in ascending order, held as runs of equal values (value, count): indexed like
+    the sorted list (ab_median, ab_percentile). Counting is ~3x cheaper than sorting a list of
+    int objects, and a run's samples repeat a few thousand values at most (µs of a loop's phases)."""
+
+    def __init__(self, values):
+        counts = Counter(values)
+        # Two flat lists, no (value, count) tuples: thousands of live tuples would set off GC passes
+        # over the caller's heap, which holds the run's samples (up to a million list items).
+        self.values = sorted(counts)
+        self.counts = [counts[value] for value in self.values]
+        self.ends = list(accumulate(self.counts))  # index past each run
+
+    @property
+    def runs(self):
+        return zip(self.values, self.counts)
+
+    def __len__(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+    def __getitem__(self, index: int) -> int:
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(index)
+        return self.values[bisect_right(self.ends, index)]
+
+
+def value_runs(ordered: list[int]):
+    """(value, count) for each distinct value of an ascending list, in order."""
+    start, n = 0, len(ordered)
+    while start < n:
+        value = ordered[start]
+        end = bisect_right(ordered, value, start)
+        yield value, end - start
+        start = end
 
 
 def histogram_phase_stats(histogram: HdrHistogram) -> dict:
@@ -118,7 +164,7 @@ class PhaseSource:
     def __init__(self, result: dict, phase: str):
         samples = (result.get("samples") or {}).get(phase)
         self.exact = result.get("samples") is not None
-        self.sorted = sorted(samples) if self.exact and samples is not None else None
+        self.sorted = SortedCounts(samples) if self.exact and samples is not None else None
         self.histogram = None if self.exact else decode_histogram((result.get("histograms") or {}).get(phase))
 
     @property

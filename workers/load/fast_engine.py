@@ -24,7 +24,7 @@ from array import array
 from collections import Counter
 
 from workers.load.engine import Engine
-from workers.load.merge import encode_histogram, new_histogram, record_values
+from workers.load.merge import encode_histogram, new_histogram, record_sorted_values, record_values
 from workers.load.spec import MAX_EXACT_SAMPLES, PHASES, LoadCounters, LoadResult, LoadSpec
 from workers.load.tls13 import linked_libssl
 
@@ -80,39 +80,43 @@ def choose_engine(spec: LoadSpec) -> type:
 
 
 class ChunkRecorder:
-    """Samples from the C loop, a batch at a time: exact lists while the run has at most
-    MAX_EXACT_SAMPLES complete requests, the histograms always (as engine.Recorder)."""
+    """Samples from the C loop, a batch at a time: exact int32 arrays while the run has at most
+    MAX_EXACT_SAMPLES complete requests, the histograms always (as engine.Recorder). The exact
+    samples stay in completion order; the histograms are filled from a copy sorted in C, run by run."""
 
     def __init__(self):
-        self.samples: dict[str, list[int]] = {phase: [] for phase in PHASES}
+        self.samples: dict[str, array] = {phase: array("i") for phase in PHASES}
         self.histograms = {phase: new_histogram() for phase in PHASES}
         self.exact = True
         self.requests = 0
 
     def sink(self, phase: int, data: bytes) -> None:
-        values = array("i", data).tolist()
         name = PHASES[phase]
         if phase == TOTAL:
-            self.requests += len(values)
+            self.requests += len(data) // self.samples[name].itemsize
             if self.exact and self.requests > MAX_EXACT_SAMPLES:
                 self.exact = False
                 self.flush()
         if self.exact:
-            self.samples[name].extend(values)
+            self.samples[name].frombytes(data)
         else:
-            record_values(self.histograms[name], values)
+            record_values(self.histograms[name], array("i", data).tolist())
 
     def flush(self) -> None:
         for phase, values in self.samples.items():
-            record_values(self.histograms[phase], values)
-            values.clear()
+            record_values(self.histograms[phase], values.tolist())
+            del values[:]
 
     def finish(self) -> tuple[dict[str, str], dict[str, list[int]] | None]:
+        exact = None
         if self.exact:
+            exact = {}
             for phase, values in self.samples.items():
-                record_values(self.histograms[phase], values)
+                exact[phase] = values.tolist()
+                _fastloop.sort_int32(values)
+                record_sorted_values(self.histograms[phase], values)  # bisect reads the array as is
         histograms = {phase: encode_histogram(h) for phase, h in self.histograms.items()}
-        return histograms, (self.samples if self.exact else None)
+        return histograms, exact
 
 
 class FastEngine:
