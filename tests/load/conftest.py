@@ -101,6 +101,12 @@ class Behaviours:
         if read_request(conn):
             conn.sendall(head + b"Connection: close\r\n\r\n" + body)
 
+    def many_small_chunks(self, conn, request, index):
+        # 250,000 one-byte chunks: 1.25 MB of chunk framing in one body, more than a head may be, yet
+        # valid HTTP (a streaming endpoint); then closed.
+        head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        conn.sendall(head + b"1\r\nx\r\n" * 250_000 + b"0\r\n\r\n")
+
     def bad_chunk_size(self, conn, request, index):
         conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
 

@@ -400,6 +400,8 @@ static int parse(Engine *e, Conn *c, const char *data, size_t n, size_t *used, c
             } else { line = data + i; len = take; }
             i += take;
             p->line_len = 0;
+            /* A chunk's framing line is bounded on its own: a body of many small chunks is no long head. */
+            if (p->state == B_CHUNK_SIZE || p->state == B_CHUNK_CRLF) p->head_len = 0;
             len--;                                    /* '\n' */
             if (len && line[len - 1] == '\r') len--;
             if (p->state == B_CHUNK_CRLF) {
