@@ -222,6 +222,24 @@ def test_overhead_warms_up_then_interleaves_http_and_https_alternating_which_goe
     assert all(r["report"]["complete_requests"] == 6 for r in runs)
 
 
+def test_the_default_sweep_has_a_deadline_its_runs_fit_in():
+    """At 50 ms RTT the default sweep (20 runs of up to 5 s: 2 warm-ups, 3 levels x 2 sides x 3 repeats)
+    failed at the CLI's usual 50 s deadline (bench/honest_stats.py found it). With -t, the default
+    deadline is every run to its limit, plus the margin `loadtest -t` leaves; --deadline still rules."""
+    from tlsaudit.loadtests.management.commands.loadtest import DEADLINE_AFTER_TIME_LIMIT_S, parse_deadline
+    from tlsaudit.loadtests.management.commands.overhead import longest_sweep_s, parse_overhead
+
+    options = {"host": "localhost", "ip": "127.0.0.1", "keepalive": False, "timeout": "5", "processes": "1",
+               "http_port": "80", "https_port": "443", "path": "/", "levels": "1,20,40", "requests": "500",
+               "repeats": "3", "time_limit": "5"}
+    plan = parse_overhead(options)
+
+    assert longest_sweep_s(plan) == 5 * 20
+    assert parse_deadline(options, longest_sweep_s(plan)) == 100 + DEADLINE_AFTER_TIME_LIMIT_S
+    assert parse_deadline({**options, "deadline": "40"}, longest_sweep_s(plan)) == 40
+    assert longest_sweep_s(parse_overhead({**options, "time_limit": "0"})) is None
+
+
 def test_loadtest_reports_the_end_to_end_rate_the_start_up_apart_and_repeats(cli, tls_lab):
     text, repeated = cli(["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "30", "-c", "3"],
                          ["loadtest", https_url(tls_lab), "--ip", "127.0.0.1", "-n", "30", "-c", "3", "--repeats", "3",

@@ -71,7 +71,8 @@ class Command(TargetCommand):
                             help=f"rounds of every level and side (default {DEFAULT_REPEATS}; 1 = no interval)")
 
     def parse(self, options):
-        return parse_overhead(options), parse_deadline(options)
+        plan = parse_overhead(options)
+        return plan, parse_deadline(options, longest_sweep_s(plan))
 
     def run(self, plan):
         plan, deadline_s = plan
@@ -127,6 +128,15 @@ def parse_overhead(options) -> dict:
     return {"host": host, "http_port": http_port, "https_port": https_port, "path": path, "levels": levels,
             "requests": requests, "keepalive": common["keepalive"], "specs": specs, "repeats": repeats,
             "time_limit": time_limit}
+
+
+def longest_sweep_s(plan: dict) -> float | None:
+    """With -t, the longest the sweep can take: every run (two warm-ups, then each level, side and
+    repeat) to its time limit. The default deadline waits that long: at internet latency the default
+    sweep's 20 runs take most of their 5 s, far past the CLI's usual deadline. None without -t."""
+    if not plan["time_limit"]:
+        return None
+    return plan["time_limit"] * (2 + len(plan["levels"]) * 2 * plan["repeats"])
 
 
 def parse_host(text: str) -> str:
