@@ -48,8 +48,9 @@ def test_a_standalone_command_runs_with_no_app_loaded():
     assert done.stdout.strip().endswith("apps ready: False")
 
 
-@pytest.mark.parametrize("argv", [["loadtest", "--help"], ["overhead", "--help"], ["handshakes", "--help"]])
-def test_the_load_commands_import_no_django_module_but_the_settings_ones(argv):
+@pytest.mark.parametrize("argv", [["loadtest", "--help"], ["overhead", "--help"], ["handshakes", "--help"],
+                                  ["audit", "--help"]])
+def test_the_lean_commands_import_no_django_module_but_the_settings_ones(argv):
     """`ab -n 20000 -k` spends ~0.1 s of CPU on its whole run; Django's management package, django.conf
     and its logging set-up cost ~0.2 s before our first request. Only what tlsaudit/settings.py itself
     imports (django.core.exceptions, for ImproperlyConfigured) may load."""

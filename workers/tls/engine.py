@@ -386,18 +386,34 @@ class _SideProbes:
     hsts_check: Check
     clients: list
     post_quantum: PostQuantum    # as probed, before knowing whether the server offers TLS 1.3
+    preferences: dict = field(default_factory=dict)     # protocol -> PreferenceObservation | None
 
 
 def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> _SideProbes:
     """The probes that need nothing sslyze finds (ALPN then HSTS, client simulation, post-quantum
-    groups), side by side on threads of their own while sslyze runs. Each connection takes its slot
-    of the address's gate like sslyze's, so the per-IP limit still holds: they fill the slots
-    sslyze's commands leave idle instead of running after them (issue #16)."""
-    with ThreadPoolExecutor(3, thread_name_prefix="beside") as pool:
+    groups, the suite picks the preference order is read from), side by side on threads of their own
+    while sslyze runs. Each connection takes its slot of the address's gate like sslyze's, so the
+    per-IP limit still holds: they fill the slots sslyze's commands leave idle instead of running
+    after them (issue #16)."""
+    with ThreadPoolExecutor(4, thread_name_prefix="beside") as pool:
         http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
         simulated = pool.submit(simulate_clients, scan, endpoint)
         hybrid = pool.submit(probe_post_quantum, scan, endpoint)
-        return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result())
+        picks = pool.submit(observe_preferences, scan, endpoint)
+        return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result(),
+                           preferences=picks.result())
+
+
+def observe_preferences(scan: "_Scan", endpoint: probes.Endpoint) -> dict:
+    """Each protocol's suite picks from everything we can offer, the protocols side by side; read
+    against sslyze's accepted suites afterwards (measure_preference)."""
+    observers = {protocol: (lambda p=protocol: probes.observe_preference(endpoint, p))
+                 for protocol in _PREFERENCE_PROTOCOLS[:-1]}
+    observers["TLSv1.3"] = lambda: tls13.observe_tls13_preference(endpoint)
+    with scan.phase("preference_picks", report=False), \
+            ThreadPoolExecutor(len(observers), thread_name_prefix="picks") as pool:
+        found = {protocol: pool.submit(observe) for protocol, observe in observers.items()}
+        return {protocol: future.result() for protocol, future in found.items()}
 
 
 def probe_alpn_and_hsts(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> tuple:
@@ -437,7 +453,7 @@ def not_applicable_http_probes(scan: "_Scan", service: Service) -> tuple:
 def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side: _SideProbes) -> None:
     """What needs sslyze's findings (the suites to order), then the side probes' results read in their light."""
     with scan.phase("preference"):
-        facts.preferences = measure_preferences(scan, facts, endpoint)
+        facts.preferences = measure_preferences(scan, facts, endpoint, side.preferences)
     facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
     facts.client_simulation = side.clients
     facts.post_quantum = interpret_post_quantum(facts, side.post_quantum)
@@ -455,27 +471,37 @@ def interpret_post_quantum(facts: ScanFacts, probed: PostQuantum) -> PostQuantum
     return probed
 
 
-def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint) -> dict[str, ServerPreference]:
-    """One probe per protocol, the protocols side by side (each is a few sequential handshakes)."""
+def measure_preferences(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint,
+                        observed: dict | None = None) -> dict[str, ServerPreference]:
+    """One probe per protocol, the protocols side by side (each is a few sequential handshakes), each
+    read from the picks observed beside sslyze when they answer it."""
     protocols = [protocol for protocol in ("SSLv3", *_PREFERENCE_PROTOCOLS) if facts.supports(protocol)]
     if not protocols:
         return {}
+    observed = observed or {}
     with ThreadPoolExecutor(len(protocols), thread_name_prefix="preference") as pool:
-        found = pool.map(lambda protocol: measure_preference(scan, facts, endpoint, protocol), protocols)
+        found = pool.map(lambda protocol: measure_preference(scan, facts, endpoint, protocol,
+                                                             observed.get(protocol)), protocols)
         return dict(zip(protocols, found))
 
 
-def measure_preference(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, protocol: str) -> ServerPreference:
+def measure_preference(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, protocol: str,
+                       observation: probes.PreferenceObservation | None = None) -> ServerPreference:
+    """The observation's answer when it gives one (the same the probe would, without its handshakes),
+    else the probe over sslyze's accepted suites."""
     name = f"preference:{protocol}"
     scan.report(name, STARTED)
+    accepted = facts.suites_for(protocol)
     if protocol == "SSLv3":
         preference = ServerPreference(
-            protocol, None, tuple(s.name for s in facts.suites_for(protocol)),
+            protocol, None, tuple(s.name for s in accepted),
             reason="Python's OpenSSL 3 cannot speak SSLv3, so its suite order was not measured.")
     elif protocol == "TLSv1.3":     # Python's ssl cannot pick TLS 1.3 suites: our own ClientHello can
-        preference = tls13.probe_tls13_preference(endpoint, facts.suites_for(protocol))
+        preference = (tls13.tls13_preference_observed(observation, accepted)
+                      or tls13.probe_tls13_preference(endpoint, accepted))
     else:
-        preference = probes.probe_preference(endpoint, protocol, facts.suites_for(protocol))
+        preference = (probes.preference_observed(observation, protocol, accepted)
+                      or probes.probe_preference(endpoint, protocol, accepted))
     scan.report(name, DONE if preference.enforced is not None else SKIPPED)
     return preference
 

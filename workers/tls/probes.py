@@ -13,7 +13,11 @@ import ssl
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import urlsplit
+
+from sslyze import TlsVersionEnum
+from sslyze.plugins.openssl_cipher_suites.cipher_suites import CipherSuitesRepository
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
 from workers.tls import outcomes, starttls
@@ -27,6 +31,8 @@ with warnings.catch_warnings():     # deprecated in Python, still exactly what a
         "TLSv1.2": ssl.TLSVersion.TLSv1_2,
         "TLSv1.3": ssl.TLSVersion.TLSv1_3,
     }
+_SSLYZE_VERSIONS = {"TLSv1.0": TlsVersionEnum.TLS_1_0, "TLSv1.1": TlsVersionEnum.TLS_1_1,
+                    "TLSv1.2": TlsVersionEnum.TLS_1_2}
 # OpenSSL 3 refuses servers without RFC 5746 unless told otherwise; old servers are exactly what we audit.
 _OP_LEGACY_SERVER_CONNECT = getattr(ssl, "OP_LEGACY_SERVER_CONNECT", 0x4)
 # SECLEVEL=0 so OpenSSL 3 still offers legacy suites, TLS 1.0/1.1 and small keys.
@@ -198,8 +204,84 @@ def _server_order(endpoint: Endpoint, protocol: str, offerable: list[CipherSuite
 
 
 def _pick(endpoint: Endpoint, protocol: str, suites: Sequence[CipherSuite]) -> str:
-    context = make_context(protocol, ciphers=":".join(s.openssl_name for s in suites) + ":@SECLEVEL=0")
+    return pick_openssl(endpoint, protocol, [s.openssl_name for s in suites])
+
+
+def pick_openssl(endpoint: Endpoint, protocol: str, openssl_names: Sequence[str]) -> str:
+    """The suite the server picks (OpenSSL name) when offered `openssl_names` in that order."""
+    context = make_context(protocol, ciphers=":".join(openssl_names) + ":@SECLEVEL=0")
     return handshake(endpoint, context).cipher
+
+
+# --- the same, ahead of sslyze's findings (issue #16) ------------------------------------------
+
+@dataclass(frozen=True)
+class PreferenceObservation:
+    """What the server picked from everything we can offer for a protocol, before knowing what it accepts:
+    `offered` in sslyze's order (names descending), then reversed; when both picks agree, `chain` is its
+    picks from what was left each time, until it refused."""
+    offered: tuple[str, ...]
+    first: str
+    second: str
+    chain: tuple[str, ...] = ()
+
+
+def observe_preference(endpoint: Endpoint, protocol: str) -> PreferenceObservation | None:
+    """None when the server took neither offer (a protocol it refuses, or a network failure)."""
+    return observe_picks(lambda names: pick_openssl(endpoint, protocol, names), offer_order(protocol))
+
+
+def observe_picks(pick, offered: Sequence[str]) -> PreferenceObservation | None:
+    """Steps 2 and 3 of probe_preference over `offered`, the chain read until the server refuses."""
+    try:
+        first, second = pick(list(offered)), pick(list(reversed(offered)))
+    except (OSError, ssl.SSLError, ValueError):
+        return None
+    if first != second:
+        return PreferenceObservation(tuple(offered), first, second)
+    chain, remaining = [first], [n for n in offered if n != first]
+    while remaining:
+        try:
+            chosen = pick(remaining)
+        except (OSError, ssl.SSLError, ValueError):
+            break       # no suite left that it accepts (or a failure: preference_observed then says so)
+        if chosen not in remaining:
+            break
+        chain.append(chosen)
+        remaining.remove(chosen)
+    return PreferenceObservation(tuple(offered), first, second, tuple(chain))
+
+
+@cache
+def offer_order(protocol: str) -> tuple[str, ...]:
+    """sslyze's suites for `protocol` that Python's OpenSSL offers, in the order sslyze lists accepted
+    suites (IANA name descending), as OpenSSL names."""
+    ours = {c["name"] for c in make_context(protocol).get_ciphers()}
+    theirs = CipherSuitesRepository.get_all_cipher_suites(_SSLYZE_VERSIONS[protocol])
+    return tuple(s.openssl_name for s in sorted(theirs, key=lambda s: s.name, reverse=True) if s.openssl_name in ours)
+
+
+def preference_observed(observation: PreferenceObservation | None, protocol: str,
+                        accepted: Sequence[CipherSuite]) -> ServerPreference | None:
+    """probe_preference's answer read from an observation, or None when only probe_preference itself can
+    give it: no observation, nothing to measure (it answers without a connection), our offer narrowed
+    to the accepted suites is not its offer, a server that followed neither order (its reason names
+    what it picked from its own offers), or a chain that does not cover the accepted suites exactly."""
+    if observation is None or len(accepted) < 2:
+        return None
+    offerable, unofferable = split_offerable(protocol, accepted)
+    wanted = [s.openssl_name for s in offerable]
+    if len(wanted) < 2 or [n for n in observation.offered if n in wanted] != wanted:
+        return None
+    tail, note = tuple(s.name for s in unofferable), _unofferable_note(unofferable)
+    if observation.first != observation.second:
+        if (observation.first, observation.second) != (wanted[0], wanted[-1]):
+            return None
+        return ServerPreference(protocol, False, tuple(s.name for s in offerable) + tail, reason=note)
+    if sorted(observation.chain) != sorted(wanted):
+        return None
+    by_openssl = {s.openssl_name: s for s in offerable}
+    return ServerPreference(protocol, True, tuple(by_openssl[n].name for n in observation.chain) + tail, reason=note)
 
 
 def _unofferable_note(unofferable: list[CipherSuite]) -> str:

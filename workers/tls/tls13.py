@@ -18,7 +18,7 @@ from tlsaudit.domain.scanfacts import (
     ServerPreference,
 )
 from workers.tls import hello
-from workers.tls.probes import Endpoint, short_error
+from workers.tls.probes import Endpoint, PreferenceObservation, observe_picks, short_error
 
 # Classical groups every TLS 1.3 server has one of; shares for the first two, as browsers send.
 _CLASSICAL_GROUPS = (0x001D, 0x0017, 0x0018, 0x0019)
@@ -44,6 +44,29 @@ def probe_tls13_preference(endpoint: Endpoint, accepted: Sequence[CipherSuite]) 
         return ServerPreference("TLSv1.3", True, tuple(_server_order(endpoint, known, first)))
     except (OSError, ssl.SSLError, ValueError) as exc:
         return ServerPreference("TLSv1.3", None, tuple(names), reason=f"The probe failed: {short_error(exc)}")
+
+
+def observe_tls13_preference(endpoint: Endpoint) -> PreferenceObservation | None:
+    """probes.observe_preference for TLS 1.3: every suite our ClientHello knows, in sslyze's order."""
+    return observe_picks(lambda names: _pick(endpoint, names), sorted(hello.TLS13_SUITE_IDS, reverse=True))
+
+
+def tls13_preference_observed(observation: PreferenceObservation | None,
+                              accepted: Sequence[CipherSuite]) -> ServerPreference | None:
+    """probe_tls13_preference's answer read from an observation; None when only the probe itself can
+    give it (the same cases as probes.preference_observed)."""
+    known = [s.name for s in accepted if s.name in hello.TLS13_SUITE_IDS]
+    if observation is None or len(accepted) < 2 or len(known) < 2:
+        return None
+    if [n for n in observation.offered if n in known] != known:
+        return None
+    if observation.first != observation.second:
+        if (observation.first, observation.second) != (known[0], known[-1]):
+            return None
+        return ServerPreference("TLSv1.3", False, tuple(known))
+    if sorted(observation.chain) != sorted(known):
+        return None
+    return ServerPreference("TLSv1.3", True, observation.chain)
 
 
 def _server_order(endpoint: Endpoint, offered: list[str], top: str) -> list[str]:
