@@ -54,9 +54,9 @@ def why_not_fast(spec: LoadSpec) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def openssl_not_shared() -> str | None:
-    """The C loop runs TLS on the `SSL_CTX*` inside Python's SSLContext: only safe when both are the one
-    OpenSSL of this process (a Python with its own or a static OpenSSL, as python-build-standalone or
-    conda ship, would hand it a foreign struct). None when shared; else why the Python engine runs HTTPS."""
+    """The C loop runs TLS on the `SSL_CTX*` inside Python's SSLContext: only safe when both link the same
+    libssl (a Python with its own or a static OpenSSL, as python-build-standalone or conda ship, would hand
+    it a foreign struct). None when shared; else why the Python engine runs HTTPS. Asked once per process."""
     ours, pythons = _fastloop.OPENSSL_VERSION_NUMBER, ssl.OPENSSL_VERSION_NUMBER
     if ours != pythons:
         return f"the C load engine's OpenSSL ({ours:#x}) is not Python's ssl's ({pythons:#x})"
