@@ -7,6 +7,7 @@ real daemon does (agree to STARTTLS and then send garbage, never greet, trickle 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -79,7 +80,18 @@ def garbage_after_starttls(conn: socket.socket) -> None:
 
 
 def close_after_starttls(conn: socket.socket) -> None:
+    """Agrees, then sends its FIN at once and drains whatever comes. A plain close() here raced the
+    ClientHello: when it arrived first, the kernel answered the unread bytes with a reset instead."""
     smtp_until_go_ahead(conn)
+    conn.shutdown(socket.SHUT_WR)
+    while conn.recv(4096):
+        pass
+
+
+def reset_after_starttls(conn: socket.socket) -> None:
+    """Agrees, then aborts the connection with a reset (SO_LINGER 0), whatever the client sent."""
+    smtp_until_go_ahead(conn)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def bytes_after_go_ahead(conn: socket.socket) -> None:

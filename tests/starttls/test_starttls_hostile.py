@@ -72,6 +72,13 @@ def test_a_server_that_agrees_to_starttls_then_closes_fails_the_audit():
     assert_failed(outcome, CONNECTION_FAILED, "closed it")
 
 
+def test_a_server_that_agrees_to_starttls_then_resets_fails_the_audit():
+    with scripted.scripted(scripted.reset_after_starttls) as port:
+        outcome = audit(port)
+
+    assert_failed(outcome, CONNECTION_FAILED, "reset it")
+
+
 def test_bytes_pushed_after_the_go_ahead_are_refused():
     """They would be read as the start of the TLS session (the STARTTLS injection of RFC 3207 s. 5)."""
     with scripted.scripted(scripted.bytes_after_go_ahead) as port:
