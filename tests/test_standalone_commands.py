@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -76,3 +79,45 @@ def test_a_lean_command_takes_djangos_base_options_and_still_refuses_bad_ones():
     bad = subprocess.run([*run, "http://127.0.0.1:9/", "-v", "7"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "invalid choice: 7" in bad.stderr and "usage: manage.py loadtest" in bad.stderr
+
+
+def test_a_load_test_run_imports_no_scanner():
+    """The load commands run the pre-flight (workers/tls/reach.py) but never scan: importing sslyze
+    (pydantic, cryptography) cost each run ~0.3 s of CPU before its first request, 60x ab's start-up."""
+    with http_server() as port:
+        code = ("import runpy, sys\n"
+                f"sys.argv = ['manage.py', 'loadtest', 'http://127.0.0.1:{port}/', '-n', '2', '-c', '1', '--json']\n"
+                "try:\n    runpy.run_path('manage.py', run_name='__main__')\n"
+                "except SystemExit as exit:\n    assert exit.code in (0, None), exit.code\n"
+                "print('heavy modules:', sorted(m for m in sys.modules if m.split('.')[0] in "
+                "('sslyze', 'pydantic', 'cryptography', 'nassl')))\n")
+        env = {**os.environ, "TLSAUDIT_DEV": "1", "TLSAUDIT_ALLOW_PRIVATE_TARGETS": "1"}
+        done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    assert '"complete": 2' in done.stdout, done.stdout[-500:]
+    assert done.stdout.strip().endswith("heavy modules: []"), done.stdout[-500:]
+
+
+@contextmanager
+def http_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Ok(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args):
+        pass
