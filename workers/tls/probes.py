@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cache
 from urllib.parse import urlsplit
 
-
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
 from workers.tls import outcomes, starttls
 from workers.tls.deadline import Deadline, DeadlineSocket, one_connection
