@@ -295,12 +295,18 @@ def record(recorder: Recorder, args, rtt: float, run: dict, raw: dict, cli: dict
              f"{args.threads} threads (celery --pool threads)")
     recorder.figure(f"wall time, {n} audits through Celery", wall, "s", note=setup,
                     goal="<= 600 s for 1,000" if n == 1000 else "", met=(wall <= 600) if n == 1000 else None)
-    recorder.figure("throughput, ours through Celery", per_hour, "audits/h", goal=f">= {GOAL_AUDITS_PER_HOUR}",
-                    met=per_hour >= GOAL_AUDITS_PER_HOUR and not run["wrong"])
+    # The throughput goals are the issue's, for a fleet (1,000 audits): a quick run's few audits are one
+    # wave of ~one audit's duration, so its rate says how long an audit takes, not what the pool sustains.
+    fleet = n >= 1000
+    wave = "" if fleet else f"judged at 1,000 audits (full mode); {n} audits are one wave: latency-bound"
+    recorder.figure("throughput, ours through Celery", per_hour, "audits/h",
+                    goal=f">= {GOAL_AUDITS_PER_HOUR}" if fleet else "",
+                    met=(per_hour >= GOAL_AUDITS_PER_HOUR and not run["wrong"]) if fleet else None, note=wave)
     recorder.figure(f"throughput, sslyze CLI ({raw['count']} targets, one invocation)", raw_per_hour, "audits/h",
                     note=f"{raw['wall']:.1f} s wall, {raw['cpu'] / raw['count']:.2f} s CPU per target")
-    recorder.figure("ours / sslyze CLI, throughput", per_hour / raw_per_hour, "x", goal=">= 1 (stretch 3)",
-                    met=per_hour >= raw_per_hour)
+    recorder.figure("ours / sslyze CLI, throughput", per_hour / raw_per_hour, "x",
+                    goal=">= 1 (stretch 3)" if fleet else "", met=(per_hour >= raw_per_hour) if fleet else None,
+                    note=wave)
     recorder.figure("CPU per audit, scan workers", run["cpu"] / n, "s",
                     note="ours alone: the audited servers and the latency lab are the next two figures")
     recorder.figure("CPU per audit, TLS servers (nginx)", run["cpu_nginx"] / n, "s")
