@@ -137,7 +137,11 @@ def main() -> None:
     try:
         measure_rates(lab, recorder, args.pairs)
         measure_bootstrap(recorder)
-        measure_durations(lab, recorder)
+        if args.quick:      # ~80 s, most of it the default sweep behind 50 ms: the full mode measures them
+            recorder.note("Quick mode leaves out the default run durations (part 3, about 80 s): `make bench-full` "
+                          "measures them.")
+        else:
+            measure_durations(lab, recorder)
     finally:
         lab.stop()
     recorder.write()
