@@ -18,7 +18,7 @@ On a STARTTLS service (`starttls`, a dialect of starttls.py) the clear-text prel
 The outcomes are named in outcomes.py; `errors.reach_error` turns a `Reach` into the site owner's
 message. The tasks of the audit, the load test and the browser probe call `check_tls` on the checked
 address, so nothing here resolves names.
-Certificates are not verified (as in probes.make_context): trust is the audit's finding, not a
+Certificates are not verified (as in contexts.make_context): trust is the audit's finding, not a
 reason to stop.
 """
 
@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from tlsaudit.domain.netguard import parse_ip_literal
 from workers.tls import errors, starttls
+from workers.tls.contexts import classify_first_bytes, make_context
 from workers.tls.deadline import MIN_CONNECTION_S, connection_limit
 from workers.tls.outcomes import (
     CLOSED,
@@ -46,7 +47,6 @@ from workers.tls.outcomes import (
     UNREACHABLE,
     WIRE_SILENT,
 )
-from workers.tls.probes import classify_first_bytes, make_context
 
 MIN_TOTAL_S = MIN_CONNECTION_S    # a handshake slower than this is broken, whatever the network
 FIRST_BYTES = 16
