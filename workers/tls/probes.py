@@ -16,9 +16,6 @@ from dataclasses import dataclass
 from functools import cache
 from urllib.parse import urlsplit
 
-from sslyze import TlsVersionEnum
-from sslyze.plugins.openssl_cipher_suites.cipher_suites import CipherSuitesRepository
-
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
 from workers.tls import outcomes, starttls
 from workers.tls.deadline import Deadline, DeadlineSocket, one_connection
@@ -31,8 +28,6 @@ with warnings.catch_warnings():     # deprecated in Python, still exactly what a
         "TLSv1.2": ssl.TLSVersion.TLSv1_2,
         "TLSv1.3": ssl.TLSVersion.TLSv1_3,
     }
-_SSLYZE_VERSIONS = {"TLSv1.0": TlsVersionEnum.TLS_1_0, "TLSv1.1": TlsVersionEnum.TLS_1_1,
-                    "TLSv1.2": TlsVersionEnum.TLS_1_2}
 # OpenSSL 3 refuses servers without RFC 5746 unless told otherwise; old servers are exactly what we audit.
 _OP_LEGACY_SERVER_CONNECT = getattr(ssl, "OP_LEGACY_SERVER_CONNECT", 0x4)
 # SECLEVEL=0 so OpenSSL 3 still offers legacy suites, TLS 1.0/1.1 and small keys.
@@ -210,7 +205,38 @@ def _pick(endpoint: Endpoint, protocol: str, suites: Sequence[CipherSuite]) -> s
 def pick_openssl(endpoint: Endpoint, protocol: str, openssl_names: Sequence[str]) -> str:
     """The suite the server picks (OpenSSL name) when offered `openssl_names` in that order."""
     context = make_context(protocol, ciphers=":".join(openssl_names) + ":@SECLEVEL=0")
-    return handshake(endpoint, context).cipher
+    return server_flight_cipher(endpoint, context)
+
+
+def server_flight_cipher(endpoint: Endpoint, context: ssl.SSLContext) -> str:
+    """The suite of a handshake, known once the client has accepted the server's whole first flight.
+
+    The same ClientHello as `handshake` (the same OpenSSL context), but driven through memory buffers:
+    before TLS 1.3 the client's next flight (key exchange, Finished) and the server's Finished would
+    cost one more round trip of a connection slot, and tell nothing about the suite. Whatever fails in
+    the server's flight (an alert, a bad key exchange) raises as in a full handshake; a TLS 1.3
+    handshake completes in that flight anyway."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=endpoint.host)
+    limit = endpoint.connection()
+    with endpoint.connect(limit) as sock:
+        sock.settimeout(limit.timeout(endpoint.timeout))
+        while True:
+            try:
+                tls.do_handshake()
+                break                       # complete (TLS 1.3, or a server flight that ended it)
+            except ssl.SSLWantReadError:
+                flight = outgoing.read()
+                if flight and tls.cipher() is not None:
+                    break                   # the server's flight is accepted: ours would follow
+                if flight:
+                    sock.sendall(flight)
+            data = sock.recv(65536)
+            if data:
+                incoming.write(data)
+            else:
+                incoming.write_eof()        # the next do_handshake raises as OpenSSL sees it
+        return tls.cipher()[0]
 
 
 # --- the same, ahead of sslyze's findings (issue #16) ------------------------------------------
@@ -255,9 +281,13 @@ def observe_picks(pick, offered: Sequence[str]) -> PreferenceObservation | None:
 @cache
 def offer_order(protocol: str) -> tuple[str, ...]:
     """sslyze's suites for `protocol` that Python's OpenSSL offers, in the order sslyze lists accepted
-    suites (IANA name descending), as OpenSSL names."""
+    suites (IANA name descending), as OpenSSL names. sslyze is imported here, not with this module: the
+    pre-flight and the first probes run while a new process still imports it (engine.preload_sslyze)."""
+    from sslyze import TlsVersionEnum
+    from sslyze.plugins.openssl_cipher_suites.cipher_suites import CipherSuitesRepository
+
     ours = {c["name"] for c in make_context(protocol).get_ciphers()}
-    theirs = CipherSuitesRepository.get_all_cipher_suites(_SSLYZE_VERSIONS[protocol])
+    theirs = CipherSuitesRepository.get_all_cipher_suites(TlsVersionEnum[f"TLS_{protocol[-3]}_{protocol[-1]}"])
     return tuple(s.openssl_name for s in sorted(theirs, key=lambda s: s.name, reverse=True) if s.openssl_name in ours)
 
 
