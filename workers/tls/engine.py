@@ -136,15 +136,19 @@ def run_scan(
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline, kind.starttls)
-    # The probes that need nothing sslyze finds run beside its commands, not after (issue #16), from the
-    # moment the pre-flight handshake passed: they fill the slots sslyze's connectivity test leaves idle.
+    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
+    # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
+    from workers.tls import sslyze_scan  # preloaded: here at most the rest of its import is waited for
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
-        beside = side.submit(probe_beside_sslyze, scan, endpoint, kind)
-        from workers.tls import sslyze_scan  # preloaded: here at most the rest of its import is waited for
+        beside = []
+
+        def start_side_probes():
+            beside.append(side.submit(probe_beside_sslyze, scan, endpoint, kind))
+
         sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
         result, connectivity_error = sslyze_scan.run_sslyze(
             target, scan, kind, ca_file=ca_file, network_timeout=network_timeout, max_retries=max_retries,
-            per_server_connections=per_server_connections, deadline=sslyze_deadline)
+            per_server_connections=per_server_connections, deadline=sslyze_deadline, on_connected=start_side_probes)
         raw = trim_raw(sslyze_scan.sslyze_json(result))
         if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
             error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
@@ -161,7 +165,8 @@ def run_scan(
         with ThreadPoolExecutor(1, thread_name_prefix="revocation") as checker:
             revoked = checker.submit(check_revocations, scan, facts, result, allow_private=allow_private,
                                      timeout=network_timeout, resolver=resolver, deadline=deadline)
-            run_probes(scan, facts, endpoint, beside.result())
+            run_probes(scan, facts, endpoint,
+                       beside[0].result() if beside else probe_beside_sslyze(scan, endpoint, kind))
             facts.certificates = revoked.result()
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)

@@ -8,9 +8,11 @@ probes that need nothing sslyze finds; the raw sslyze CLI opens no connection du
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import sslyze.__version__ as sslyze_version
+import sslyze.mozilla_tls_profile.tls_config_checker  # noqa: F401 — loaded here, on the preload thread, for mozilla.py
 from sslyze import (
     CertificateInfoExtraArgument,
     ScanCommandsExtraArguments,
@@ -35,7 +37,8 @@ SCANNER = f"sslyze {sslyze_version.__version__}"
 
 
 def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str | None,
-               network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline):
+               network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
+               on_connected: Callable[[], None] | None = None):
     """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
     `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
     (ServerScanResult, connectivity exception or None)."""
@@ -47,7 +50,7 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
-    observer = ProgressObserver(scan)
+    observer = ProgressObserver(scan, on_connected)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
     with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
@@ -80,8 +83,9 @@ def scan_commands(service: Service) -> set[ScanCommand]:
 class ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
-    def __init__(self, scan):
+    def __init__(self, scan, on_connected: Callable[[], None] | None = None):
         self.scan = scan
+        self.on_connected = on_connected
         self.connectivity_error = None
 
     def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
@@ -92,6 +96,8 @@ class ProgressObserver(ScannerObserver):
     def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
+        if self.on_connected is not None:
+            self.on_connected()
 
     def server_scan_completed(self, server_scan_result) -> None:
         pass
