@@ -177,7 +177,7 @@ def run_scan(
 def preload_sslyze(*then: str) -> None:
     """Import sslyze (sslyze_scan.py), then the modules `then` names, on a side thread unless they are
     loaded: in a new process (`manage.py audit`) their imports (~0.45 s for sslyze) then overlap the
-    resolution, the pre-flight handshake and the first probes instead of preceding them (issue #16). A
+    resolution and the pre-flight handshake instead of preceding them (issue #16). A
     worker process has them loaded already; a module still being imported is waited for where it is used."""
     modules = [name for name in (_SSLYZE_SCAN, *then) if name not in sys.modules]
     if modules:

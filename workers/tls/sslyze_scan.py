@@ -2,8 +2,9 @@
 
 Apart from workers/tls/engine.py so that the engine can be imported without sslyze (~0.45 s of
 imports): a new process (`manage.py audit`) imports this module on a side thread
-(engine.preload_sslyze) while it resolves the target, runs the pre-flight handshake and starts the
-probes that need nothing sslyze finds; the raw sslyze CLI opens no connection during its own import.
+(engine.preload_sslyze) while it resolves the target and runs the pre-flight handshake; the raw
+sslyze CLI opens no connection during its own import. `scan` below is the engine's bookkeeping
+(engine._Scan: phases, marks, progress reports).
 """
 
 from __future__ import annotations
