@@ -6,28 +6,16 @@ Plain arguments in, a plain `ScanOutcome` out; no Django. The Celery task stores
 
 from __future__ import annotations
 
+import importlib
 import logging
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from pathlib import Path
-
-import sslyze.__version__ as sslyze_version
-from sslyze import (
-    CertificateInfoExtraArgument,
-    ScanCommandsExtraArguments,
-    Scanner,
-    ServerNetworkConfiguration,
-    ServerNetworkLocation,
-    ServerScanRequest,
-    ServerScanResultAsJson,
-)
-from sslyze.connection_helpers.opportunistic_tls_helpers import ProtocolWithOpportunisticTlsEnum
-from sslyze.plugins.scan_commands import ScanCommand
-from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.scanfacts import (
     BAD,
@@ -44,7 +32,7 @@ from tlsaudit.domain.scanfacts import (
 from tlsaudit.domain.services import HTTPS, Service, service_named
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, outcomes, probes, revocation, sslyze_sockets, tls13
+from workers.tls import aia, clients, outcomes, probes, revocation, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -57,14 +45,14 @@ from workers.tls.errors import (
 )
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
+from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 from workers.tls.warmup import filter_sslyze_warnings
 
 log = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[str, str], None]
-
-# Progress statuses passed to on_progress(check_name, status).
-STARTED, DONE, ERROR, SKIPPED = "started", "done", "error", "skipped"
+# Where sslyze is used: imported by preload_sslyze, beside the first network round trips.
+_SSLYZE_SCAN = "workers.tls.sslyze_scan"
 
 # Python's ssl can negotiate these; SSLv2/SSLv3 are beyond OpenSSL 3.
 _PREFERENCE_PROTOCOLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
@@ -125,6 +113,7 @@ def run_scan(
     Every socket of every step obeys the deadline and its own lifetime (workers/tls/deadline.py)."""
     filter_sslyze_warnings()
     kind = service_named(service)   # UnknownService (a ValueError) for a caller's typo: loud
+    preload_sslyze()
     scan = _Scan(on_progress)
     deadline = Deadline(deadline_s, connection_s=connection_limit(network_timeout))
     started_at = datetime.now(timezone.utc)
@@ -149,6 +138,7 @@ def run_scan(
     endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline, kind.starttls)
     # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
     # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
+    from workers.tls import sslyze_scan  # preloaded: here at most the rest of its import is waited for
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
         beside = []
 
@@ -156,10 +146,10 @@ def run_scan(
             beside.append(side.submit(probe_beside_sslyze, scan, endpoint, kind))
 
         sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
-        result, connectivity_error = run_sslyze(target, scan, kind, ca_file=ca_file, network_timeout=network_timeout,
-                                                max_retries=max_retries, per_server_connections=per_server_connections,
-                                                deadline=sslyze_deadline, on_connected=start_side_probes)
-        raw = trim_raw(sslyze_json(result))
+        result, connectivity_error = sslyze_scan.run_sslyze(
+            target, scan, kind, ca_file=ca_file, network_timeout=network_timeout, max_retries=max_retries,
+            per_server_connections=per_server_connections, deadline=sslyze_deadline, on_connected=start_side_probes)
+        raw = trim_raw(sslyze_scan.sslyze_json(result))
         if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
             error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
             return scan.outcome(None, error=error, raw=raw, mozilla=untested_report(error.message))
@@ -184,96 +174,31 @@ def run_scan(
         return scan.outcome(facts, raw=raw, mozilla=mozilla)
 
 
+def preload_sslyze(*then: str) -> None:
+    """Import sslyze (sslyze_scan.py), then the modules `then` names, on a side thread unless they are
+    loaded: in a new process (`manage.py audit`) their imports (~0.45 s for sslyze) then overlap the
+    resolution and the pre-flight handshake instead of preceding them (issue #16). A
+    worker process has them loaded already; a module still being imported is waited for where it is used."""
+    modules = [name for name in (_SSLYZE_SCAN, *then) if name not in sys.modules]
+    if modules:
+        threading.Thread(target=import_modules, args=(modules,), name="preload", daemon=True).start()
+
+
+def import_modules(names: list[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:   # noqa: BLE001 — where the module is used, its import raises it again
+            log.debug("preloading %s failed", name, exc_info=True)
+
+
+def sslyze_scan_module():
+    return importlib.import_module(_SSLYZE_SCAN)
+
+
 def bounded_wait(deadline: Deadline, wait_s: float) -> float:
     """`wait_s`, or what is left of the deadline when that is less (never 0: a last short try)."""
     return max(0.1, min(wait_s, deadline.remaining()))
-
-
-# --- sslyze -----------------------------------------------------------------------------------
-
-def run_sslyze(target: ResolvedTarget, scan: "_Scan", service: Service, *, ca_file: str | None,
-               network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
-               on_connected: Callable[[], None] | None = None):
-    """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
-    `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
-    (ServerScanResult, connectivity exception or None)."""
-    extra = ScanCommandsExtraArguments(
-        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
-    request = ServerScanRequest(
-        server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
-        network_configuration=network_configuration(target, service, network_timeout, max_retries),
-        scan_commands=scan_commands(service),
-        scan_commands_extra_arguments=extra,
-    )
-    observer = _ProgressObserver(scan, on_connected)
-    scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
-                      concurrent_server_scans_limit=1, observers=[observer])
-    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
-        scan.report("connectivity", STARTED)
-        scanner.queue_scans([request])
-        results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
-    report_commands(scan, results[0])
-    return results[0], observer.connectivity_error
-
-
-def network_configuration(target: ResolvedTarget, service: Service, network_timeout: float,
-                          max_retries: int) -> ServerNetworkConfiguration:
-    """SNI = the host; on a STARTTLS service, sslyze's prelude for it (XMPP's stream is addressed to
-    the host too: sslyze takes the SNI for `to` unless told otherwise)."""
-    opportunistic = ProtocolWithOpportunisticTlsEnum[service.starttls] if service.starttls else None
-    return ServerNetworkConfiguration(
-        tls_server_name_indication=target.host, network_timeout=network_timeout, network_max_retries=max_retries,
-        tls_opportunistic_encryption=opportunistic)
-
-
-def scan_commands(service: Service) -> set[ScanCommand]:
-    """Every command, but sslyze's HTTP headers only where HTTP is spoken (it refuses STARTTLS, and on
-    SMTPS it would send an HTTP request to a mail server)."""
-    commands = set(ScanCommand)
-    if not service.http:
-        commands.discard(ScanCommand.HTTP_HEADERS)
-    return commands
-
-
-class _ProgressObserver(ScannerObserver):
-    """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
-
-    def __init__(self, scan: "_Scan", on_connected: Callable[[], None] | None = None):
-        self.scan = scan
-        self.on_connected = on_connected
-        self.connectivity_error = None
-
-    def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
-        self.connectivity_error = connectivity_error
-        self.scan.mark("connectivity")
-        self.scan.report("connectivity", ERROR)
-
-    def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
-        self.scan.mark("connectivity")
-        self.scan.report("connectivity", DONE)
-        if self.on_connected is not None:
-            self.on_connected()
-
-    def server_scan_completed(self, server_scan_result) -> None:
-        pass
-
-    def all_server_scans_completed(self) -> None:
-        pass
-
-
-def report_commands(scan: "_Scan", result) -> None:
-    if result.scan_result is None:
-        return
-    for name in type(result.scan_result).__dataclass_fields__:
-        attempt = getattr(result.scan_result, name)
-        if attempt.status.value == "NOT_SCHEDULED":
-            scan.report(name, SKIPPED)
-            continue
-        scan.report(name, DONE if convert.completed(attempt) else ERROR)
-
-
-def sslyze_json(result) -> dict:
-    return ServerScanResultAsJson.model_validate(result).model_dump(mode="json")
 
 
 def trim_raw(raw: dict) -> dict:
@@ -330,7 +255,7 @@ def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datet
             ip=target.ip,
             started_at=started_at,
             duration_s=0.0,
-            scanner=f"sslyze {sslyze_version.__version__}",
+            scanner=sslyze_scan_module().SCANNER,
             protocols=convert.protocol_checks(scan_result),
             suites=convert.accepted_suites(scan_result),
             curves=curves,

@@ -169,7 +169,38 @@ def _pick(endpoint: Endpoint, protocol: str, suites: Sequence[CipherSuite]) -> s
 def pick_openssl(endpoint: Endpoint, protocol: str, openssl_names: Sequence[str]) -> str:
     """The suite the server picks (OpenSSL name) when offered `openssl_names` in that order."""
     context = make_context(protocol, ciphers=":".join(openssl_names) + ":@SECLEVEL=0")
-    return handshake(endpoint, context).cipher
+    return server_flight_cipher(endpoint, context)
+
+
+def server_flight_cipher(endpoint: Endpoint, context: ssl.SSLContext) -> str:
+    """The suite of a handshake, known once the client has accepted the server's whole first flight.
+
+    The same ClientHello as `handshake` (the same OpenSSL context), but driven through memory buffers:
+    before TLS 1.3 the client's next flight (key exchange, Finished) and the server's Finished would
+    cost one more round trip of a connection slot, and tell nothing about the suite. Whatever fails in
+    the server's flight (an alert, a bad key exchange) raises as in a full handshake; a TLS 1.3
+    handshake completes in that flight anyway."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=endpoint.host)
+    limit = endpoint.connection()
+    with endpoint.connect(limit) as sock:
+        sock.settimeout(limit.timeout(endpoint.timeout))
+        while True:
+            try:
+                tls.do_handshake()
+                break                       # complete (TLS 1.3, or a server flight that ended it)
+            except ssl.SSLWantReadError:
+                flight = outgoing.read()
+                if flight and tls.cipher() is not None:
+                    break                   # the server's flight is accepted: ours would follow
+                if flight:
+                    sock.sendall(flight)
+            data = sock.recv(65536)
+            if data:
+                incoming.write(data)
+            else:
+                incoming.write_eof()        # the next do_handshake raises as OpenSSL sees it
+        return tls.cipher()[0]
 
 
 # --- the same, ahead of sslyze's findings (issue #16) ------------------------------------------
@@ -214,10 +245,9 @@ def observe_picks(pick, offered: Sequence[str]) -> PreferenceObservation | None:
 @cache
 def offer_order(protocol: str) -> tuple[str, ...]:
     """sslyze's suites for `protocol` that Python's OpenSSL offers, in the order sslyze lists accepted
-    suites (IANA name descending), as OpenSSL names."""
-    # sslyze is imported here, not at the top: the pre-flight (reach) imports this module, and the load
-    # commands run the pre-flight without ever scanning; importing sslyze cost each `manage.py loadtest`
-    # ~0.3 s of CPU before its first request (ab starts in 5 ms).
+    suites (IANA name descending), as OpenSSL names. sslyze is imported here, not with this module: the
+    pre-flight and the first probes run while a new process still imports it (engine.preload_sslyze),
+    and the load commands, which run the pre-flight but never scan, never import it (~0.3 s of CPU)."""
     from sslyze import TlsVersionEnum
     from sslyze.plugins.openssl_cipher_suites.cipher_suites import CipherSuitesRepository
 

@@ -18,22 +18,20 @@ import json
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from tlsaudit.audits.jsonreport import audit_json
-from tlsaudit.audits.textreport import render_text
 from tlsaudit.core.management.base import TargetCommand, error_json, parse_int, parse_ip, read_ca_file
 from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import failure_text
-from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.domain.services import HTTPS, SERVICES, service_named
-from workers.reports.pdf import render_pdf
 from workers.tls.deadline import configure_gates
-from workers.tls.engine import run_scan
+from workers.tls.engine import preload_sslyze, run_scan
 from workers.tls.warmup import filter_sslyze_warnings, warm_up
 
 # A per-socket timeout longer than the worker's hard limit (300 s by default) means nothing.
 MAX_TIMEOUT_S = 300
 MIN_DEADLINE_S, MAX_DEADLINE_S = 10, 3600
+# Needed only once a scan is done: imported beside it (engine.preload_sslyze), not before it (issue #16).
+REPORT_MODULES = ("tlsaudit.domain.audit_report", "tlsaudit.audits.jsonreport", "tlsaudit.audits.textreport")
 
 
 class Command(TargetCommand):
@@ -69,11 +67,12 @@ class Command(TargetCommand):
         arguments, pdf = plan
         host, port = arguments[:2]
         filter_sslyze_warnings()
+        preload_sslyze(*REPORT_MODULES)
         outcome = scan(arguments)
         if outcome.error is not None:
             self.fail(outcome.error.code, outcome.error.message, host=host, port=port,
                       duration_s=round(outcome.duration_s, 2))
-        report = build_report(outcome.facts, outcome.mozilla)
+        report = build_report_of(outcome)
         if pdf:
             try:
                 write_pdf(pdf, outcome, report)
@@ -99,6 +98,7 @@ class Command(TargetCommand):
     def run_batch(self, parsed: list[tuple[str, tuple]]) -> list[bool]:
         warm_up()  # before the threads: sslyze's trust-store singleton is not thread-safe
         configure_gates(setting("SCAN_CONNECTIONS_PER_IP"), setting("SCAN_MAX_CONNECTIONS"))
+        preload_sslyze(*REPORT_MODULES)
         ran = []
         with ThreadPoolExecutor(max_workers=min(len(parsed), setting("SCAN_POOL_THREADS")),
                                 thread_name_prefix="audit") as pool:
@@ -112,7 +112,7 @@ class Command(TargetCommand):
             self.write_batch_line(target, error=(outcome.error.code, outcome.error.message), host=arguments[0],
                                   port=arguments[1], duration_s=round(outcome.duration_s, 2))
             return False
-        report = build_report(outcome.facts, outcome.mozilla)
+        report = build_report_of(outcome)
         if self.as_json:
             self.stdout.write(json.dumps({"target": target, **cli_json(outcome, report)}))
         else:
@@ -152,9 +152,16 @@ def parse_arguments(options) -> tuple:
             service.scheme)
 
 
+def build_report_of(outcome):
+    from tlsaudit.domain.audit_report import build_report  # REPORT_MODULES: imported beside the scan
+
+    return build_report(outcome.facts, outcome.mozilla)
+
+
 def write_pdf(path: str, outcome, report) -> None:
     """The one-off audit as the site PDF report (tlsaudit/reports), printed by the reports engine."""
     from tlsaudit.reports.services import one_off_html  # its models need the app registry, loaded only for --pdf
+    from workers.reports.pdf import render_pdf  # only --pdf prints (Chromium's driver)
 
     html = one_off_html(outcome.facts, report, outcome.duration_s)
     Path(path).write_bytes(render_pdf(html, footer=f"TLS report · {outcome.facts.host}:{outcome.facts.port}"))
@@ -162,6 +169,8 @@ def write_pdf(path: str, outcome, report) -> None:
 
 def cli_json(outcome, report) -> dict:
     """The whole report (tlsaudit/audits/jsonreport.py; schema in docs/audit-report.schema.json)."""
+    from tlsaudit.audits.jsonreport import audit_json  # REPORT_MODULES: imported beside the scan
+
     data = audit_json(outcome.facts, report, outcome.duration_s)
     if outcome.facts.service != HTTPS:     # HTTPS output stays as it was before #18
         data.setdefault("service", outcome.facts.service)
@@ -170,6 +179,8 @@ def cli_json(outcome, report) -> dict:
 
 def cli_text(outcome, report) -> str:
     """The text report; another service than HTTPS is named under the title line."""
+    from tlsaudit.audits.textreport import render_text  # REPORT_MODULES: imported beside the scan
+
     text = render_text(outcome.facts, report, outcome.duration_s)
     if outcome.facts.service == HTTPS:
         return text

@@ -1,0 +1,122 @@
+"""sslyze's part of an audit: its 18 commands (17 off HTTP) against the pinned address.
+
+Apart from workers/tls/engine.py so that the engine can be imported without sslyze (~0.45 s of
+imports): a new process (`manage.py audit`) imports this module on a side thread
+(engine.preload_sslyze) while it resolves the target and runs the pre-flight handshake; the raw
+sslyze CLI opens no connection during its own import. `scan` below is the engine's bookkeeping
+(engine._Scan: phases, marks, progress reports).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import sslyze.__version__ as sslyze_version
+import sslyze.mozilla_tls_profile.tls_config_checker  # noqa: F401 — loaded here, on the preload thread, for mozilla.py
+from sslyze import (
+    CertificateInfoExtraArgument,
+    ScanCommandsExtraArguments,
+    Scanner,
+    ServerNetworkConfiguration,
+    ServerNetworkLocation,
+    ServerScanRequest,
+    ServerScanResultAsJson,
+)
+from sslyze.connection_helpers.opportunistic_tls_helpers import ProtocolWithOpportunisticTlsEnum
+from sslyze.plugins.scan_commands import ScanCommand
+from sslyze.scanner.scanner_observer import ScannerObserver
+
+from tlsaudit.domain.services import Service
+from workers.net.target import ResolvedTarget
+from workers.tls import facts as convert
+from workers.tls import sslyze_sockets
+from workers.tls.deadline import Deadline
+from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
+
+SCANNER = f"sslyze {sslyze_version.__version__}"
+
+
+def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str | None,
+               network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
+               on_connected: Callable[[], None] | None = None):
+    """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
+    `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
+    (ServerScanResult, connectivity exception or None)."""
+    extra = ScanCommandsExtraArguments(
+        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
+    request = ServerScanRequest(
+        server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
+        network_configuration=network_configuration(target, service, network_timeout, max_retries),
+        scan_commands=scan_commands(service),
+        scan_commands_extra_arguments=extra,
+    )
+    observer = ProgressObserver(scan, on_connected)
+    scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
+                      concurrent_server_scans_limit=1, observers=[observer])
+    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
+        scan.report("connectivity", STARTED)
+        scanner.queue_scans([request])
+        results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
+    report_commands(scan, results[0])
+    return results[0], observer.connectivity_error
+
+
+def network_configuration(target: ResolvedTarget, service: Service, network_timeout: float,
+                          max_retries: int) -> ServerNetworkConfiguration:
+    """SNI = the host; on a STARTTLS service, sslyze's prelude for it (XMPP's stream is addressed to
+    the host too: sslyze takes the SNI for `to` unless told otherwise)."""
+    opportunistic = ProtocolWithOpportunisticTlsEnum[service.starttls] if service.starttls else None
+    return ServerNetworkConfiguration(
+        tls_server_name_indication=target.host, network_timeout=network_timeout, network_max_retries=max_retries,
+        tls_opportunistic_encryption=opportunistic)
+
+
+def scan_commands(service: Service) -> set[ScanCommand]:
+    """Every command, but sslyze's HTTP headers only where HTTP is spoken (it refuses STARTTLS, and on
+    SMTPS it would send an HTTP request to a mail server)."""
+    commands = set(ScanCommand)
+    if not service.http:
+        commands.discard(ScanCommand.HTTP_HEADERS)
+    return commands
+
+
+class ProgressObserver(ScannerObserver):
+    """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
+
+    def __init__(self, scan, on_connected: Callable[[], None] | None = None):
+        self.scan = scan
+        self.on_connected = on_connected
+        self.connectivity_error = None
+
+    def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
+        self.connectivity_error = connectivity_error
+        self.scan.mark("connectivity")
+        self.scan.report("connectivity", ERROR)
+
+    def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
+        self.scan.mark("connectivity")
+        self.scan.report("connectivity", DONE)
+        if self.on_connected is not None:
+            self.on_connected()
+
+    def server_scan_completed(self, server_scan_result) -> None:
+        pass
+
+    def all_server_scans_completed(self) -> None:
+        pass
+
+
+def report_commands(scan, result) -> None:
+    if result.scan_result is None:
+        return
+    for name in type(result.scan_result).__dataclass_fields__:
+        attempt = getattr(result.scan_result, name)
+        if attempt.status.value == "NOT_SCHEDULED":
+            scan.report(name, SKIPPED)
+            continue
+        scan.report(name, DONE if convert.completed(attempt) else ERROR)
+
+
+def sslyze_json(result) -> dict:
+    return ServerScanResultAsJson.model_validate(result).model_dump(mode="json")
