@@ -67,11 +67,11 @@ BENCH_REDIS_URL ?= redis://127.0.0.1:6379/14
 BENCH_ENV := DATABASE_URL=$(BENCH_DATABASE_URL) REDIS_URL=$(BENCH_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/bench
 MODE ?= quick
 
-bench: setup system services  ## benchmarks, quick mode (< 5 min; MODE=full for all), writes docs/benchmarks.md
+bench: setup system services  ## benchmarks, quick mode (goal: under 5 min; docs/benchmarks.md shows the last run's time), writes docs/benchmarks.md
 	@mkdir -p var/bench
 	$(BENCH_ENV) $(PY) bench/run.py --mode $(MODE) $(BENCH_ARGS)
 
-bench-full:  ## benchmarks, full mode (about 25 min), writes docs/benchmarks.md
+bench-full:  ## benchmarks, full mode (45 min or more on 2 cores), writes docs/benchmarks.md
 	$(MAKE) bench MODE=full
 
 lint: setup  ## ruff: pyflakes, pycodestyle and import order (pyproject.toml), as CI runs it
