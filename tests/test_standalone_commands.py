@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.loadtests.conftest import http_server
 from tlsaudit.core.standalone import STANDALONE_COMMANDS, runs_standalone
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +83,7 @@ def test_a_load_test_run_imports_no_scanner():
     """The load commands run the pre-flight (workers/tls/reach.py) but never scan: importing sslyze
     (pydantic, cryptography) cost each run ~0.3 s of CPU before its first request, 60x ab's start-up;
     the scan's probes and fact types (workers/tls/contexts.py says why it is apart) another ~15 ms."""
-    with http_server() as port:
+    with http_server({"/": (200, {}, b"ok")}) as port:
         code = ("import runpy, sys\n"
                 "SCAN_ONLY = {'workers.tls.probes', 'tlsaudit.domain.scanfacts'}\n"
                 f"sys.argv = ['manage.py', 'loadtest', 'http://127.0.0.1:{port}/', '-n', '2', '-c', '1', '--json']\n"
@@ -101,25 +99,3 @@ def test_a_load_test_run_imports_no_scanner():
     assert '"complete": 2' in done.stdout, done.stdout[-500:]
     assert done.stdout.strip().endswith("heavy modules: []"), done.stdout[-500:]
 
-
-@contextmanager
-def http_server():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-class _Ok(BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-
-    def log_message(self, *args):
-        pass
