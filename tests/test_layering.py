@@ -196,3 +196,13 @@ def test_function_level_imports_are_few_and_each_says_why():
                     if not commented(path.read_text().splitlines(), node))
     assert len(unique) <= LAZY_IMPORT_BUDGET, f"{len(unique)} imports of our modules inside functions"
     assert silent == [], "function-level imports without a comment saying why:\n" + "\n".join(silent)
+
+
+TASK_MODULE_MAX_LINES = 200
+
+
+def test_task_modules_stay_thin():
+    """#20: a task says what to run and where to store it; plans, messages and merges live with their owners."""
+    long = {str(path.relative_to(ROOT)): lines for path in modules_under("workers/tasks")
+            if (lines := len(path.read_text().splitlines())) > TASK_MODULE_MAX_LINES}
+    assert long == {}, f"task modules over {TASK_MODULE_MAX_LINES} lines: {long}"

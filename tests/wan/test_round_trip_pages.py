@@ -11,7 +11,7 @@ import pytest
 from workers.load.client import run_load
 from workers.load.handshake import run_handshakes
 from workers.load.spec import HandshakeSpec, LoadSpec
-from workers.tasks.load import merged_entry
+from workers.load.steps import merged_entry
 
 pytestmark = pytest.mark.django_db
 SERVER = "load_no_resumption"

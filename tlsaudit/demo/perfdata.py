@@ -59,7 +59,7 @@ def entry_seconds(entry: dict) -> float:
 # --- ab-style load and sweeps -----------------------------------------------------------------
 
 def load_entry(rng: random.Random, index: int, step: dict, host: str, ip: str) -> dict:
-    """One stored step, as workers.tasks.load.merged_entry writes it."""
+    """One stored step, as workers.load.steps.merged_entry writes it."""
     # Lazy: the load engine stays out of tlsaudit/ at module level (tests/test_layering.py).
     from workers.load import merge
 

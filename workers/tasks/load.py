@@ -15,16 +15,16 @@ from celery import chord
 from django.conf import settings
 from django.utils import timezone
 
-from tlsaudit.domain.abstats import ab_report
 from tlsaudit.domain.applicability import not_applicable_reason
 from tlsaudit.loadtests import plans, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.outcomes import BUSY, LOCK_LOST, NO_LOAD, agents_failed, ended_early, stall_after, step_problem
 from workers.celery import app
-from workers.load.client import merge_results, run_load
-from workers.load.handshake import matrix_suites, merge_handshake_results, run_handshakes
+from workers.load.client import run_load
+from workers.load.handshake import matrix_suites, run_handshakes
 from workers.load.spec import HandshakeSpec, LoadSpec
+from workers.load.steps import merged_entry
 from workers.tasks import gate
 
 log = logging.getLogger(__name__)
@@ -184,18 +184,6 @@ def merge_agents(outputs: list[dict], run_id: int, index: int) -> str:
     services.finish(run, PerfRun.Status.DONE)
     services.release_locks(run)
     return "done"
-
-
-def merged_entry(step: dict, index: int, results: list[dict]) -> dict:
-    if step["engine"] == "handshake":
-        cell = {k: step.get(k) for k in ("version", "suite", "agents", "per_agent", "resume", "repeat", "warmup")}
-        return {"step": index, "label": step["label"], "cell": cell, "result": merge_handshake_results(results)}
-    merged = merge_results(results)
-    report = ab_report(merged)
-    merged.pop("samples", None)  # per-request samples are large; the histograms stay and re-derive the report
-    return {"step": index, "label": step["label"], "scheme": step["scheme"], "level": step["level"],
-            "mode": step["mode"], "repeat": step.get("repeat", 0), "warmup": step.get("warmup", False),
-            "result": merged, "report": report}
 
 
 @app.task(name="workers.tasks.load.agent_lost", acks_late=True)
