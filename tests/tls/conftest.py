@@ -67,17 +67,21 @@ def test_pki(tmp_path_factory) -> TestPki:
 
 @pytest.fixture(scope="session")
 def s_server(test_pki):
-    """Factory: start `openssl s_server -www` with extra args; returns its port. All stop at session end."""
+    """Factory: start `openssl s_server -www` with extra args (`www=False`: a server that speaks no HTTP,
+    one connection at a time); returns its port. All stop at session end."""
     processes: list[subprocess.Popen] = []
 
-    def start(*args: str, send_intermediate: bool = True, cert: Path | None = None, key: Path | None = None) -> int:
+    def start(*args: str, send_intermediate: bool = True, cert: Path | None = None, key: Path | None = None,
+              www: bool = True) -> int:
         port = free_port()
-        command = ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", "-www", "-quiet",
+        command = ["openssl", "s_server", "-accept", f"127.0.0.1:{port}", *(["-www"] if www else []), "-quiet",
                    "-cert", str(cert or test_pki.leaf_file), "-key", str(key or test_pki.key_file), *args]
         if send_intermediate:
             command += ["-cert_chain", str(test_pki.intermediate_file)]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, env={**os.environ, "OPENSSL_CONF": "/dev/null"})
+        # Without -www, s_server ends each connection when its stdin ends: a pipe we never write keeps it quiet.
+        stdin = subprocess.DEVNULL if www else subprocess.PIPE
+        process = subprocess.Popen(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   env={**os.environ, "OPENSSL_CONF": "/dev/null"})
         processes.append(process)
         wait_for_port(port, process)
         return port

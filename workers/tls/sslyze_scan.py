@@ -30,7 +30,7 @@ from sslyze.scanner.scanner_observer import ScannerObserver
 from tlsaudit.domain.services import Service
 from workers.net.target import ResolvedTarget
 from workers.tls import facts as convert
-from workers.tls import sslyze_sockets
+from workers.tls import sslyze_early_data, sslyze_sockets
 from workers.tls.deadline import Deadline
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 
@@ -54,7 +54,8 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
     observer = ProgressObserver(scan, on_connected)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
-    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline):
+    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline), \
+            sslyze_early_data.without_http(request.server_location, service.http):
         scan.report("connectivity", STARTED)
         scanner.queue_scans([request])
         results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
