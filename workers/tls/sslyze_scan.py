@@ -30,7 +30,7 @@ from sslyze.scanner.scanner_observer import ScannerObserver
 from tlsaudit.domain.services import Service
 from workers.net.target import ResolvedTarget
 from workers.tls import facts as convert
-from workers.tls import sslyze_early_data, sslyze_sockets
+from workers.tls import sslyze_early_data, sslyze_sockets, sslyze_versions
 from workers.tls.deadline import Deadline
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 
@@ -59,8 +59,9 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan.report("connectivity", STARTED)
         scanner.queue_scans([request])
         results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
-    report_commands(scan, results[0])
-    return results[0], observer.connectivity_error
+    result = sslyze_versions.with_refusals(results[0], observer.refused)
+    report_commands(scan, result)
+    return result, observer.connectivity_error
 
 
 def network_configuration(target: ResolvedTarget, service: Service, network_timeout: float,
@@ -89,6 +90,7 @@ class ProgressObserver(ScannerObserver):
         self.scan = scan
         self.on_connected = on_connected
         self.connectivity_error = None
+        self.refused: dict = {}     # per-suite commands skipped: the server refused their version outright
 
     def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
         self.connectivity_error = connectivity_error
@@ -96,8 +98,12 @@ class ProgressObserver(ScannerObserver):
         self.scan.report("connectivity", ERROR)
 
     def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
+        """sslyze queues its jobs once this returns: the version probes go first (they decide which
+        jobs there are), then our side probes start, to share the slots with sslyze's jobs."""
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
+        with self.scan.phase("versions", report=False):
+            self.refused = sslyze_versions.skip_refused_versions(server_scan_request, connectivity_result)
         if self.on_connected is not None:
             self.on_connected()
 
