@@ -123,3 +123,17 @@ def test_a_probe_of_a_mail_server_answers_400_not_applicable(org_a, alice, mail_
     assert error_of(response)["code"] == "not_applicable"
     assert "the browser probe loads a web page" in error_of(response)["message"]
     assert not Probe.objects.exists()
+
+
+def test_an_audit_names_its_service_in_the_compact_object_and_keeps_it_when_the_site_changes(
+        api, mail_site, site_a, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        queued = api.post(f"{SITES}{mail_site.pk}/audits/", format="json")
+        api.post(f"{SITES}{site_a.pk}/audits/", format="json")
+    assert queued.status_code == 202, queued.content
+    assert queued.json()["service"] == "smtp"
+
+    patched = api.patch(f"{SITES}{mail_site.pk}/", {"hostname": "imaps://mail.example.com"}, format="json")
+    assert patched.json()["service"] == "imaps"
+    listed = {a["site"]: a["service"] for a in api.get("/api/v1/audits/").json()["results"]}
+    assert listed == {mail_site.pk: "smtp", site_a.pk: "https"}   # what was queued, not what the site says now

@@ -21,5 +21,5 @@ def test_the_worker_audits_an_smtp_site_over_starttls(audit_worker, alice, org_a
 
     assert audit.status == "done", audit.error_message
     assert (audit.grade, audit.protocols) == ("A", ["TLSv1.2", "TLSv1.3"])
-    assert audit.facts["service"] == "smtp"
+    assert audit.facts["service"] == "smtp" and audit.service == "smtp"   # the column the API's compact object shows
     assert audit.facts["hsts_check"]["status"] == "not_applicable"

@@ -13,6 +13,7 @@ from tlsaudit.audits.models import Audit, AuditSuite
 from tlsaudit.audits.presenters import error_label
 from tlsaudit.audits.services import progress_percent, suite_row
 from tlsaudit.domain.scanfacts import OK, PROTOCOLS
+from tlsaudit.domain.services import SERVICES
 
 # Heavy JSON columns a list or a compact view never reads.
 HEAVY_COLUMNS = ("raw", "facts", "report", "mozilla_raw")
@@ -28,11 +29,15 @@ class AuditSerializer(OptionalInSchema, FieldsMixin, serializers.ModelSerializer
     site_url = serializers.SerializerMethodField()
     progress_percent = serializers.SerializerMethodField(help_text="0–100; 100 once done or failed.")
     error_label = serializers.SerializerMethodField(help_text="The error code in words, e.g. “Connection refused”.")
+    # The site's choice set, so the schema has one ServiceEnum for both.
+    service = serializers.ChoiceField(choices=list(SERVICES), read_only=True, help_text=(
+        "The TLS service audited (https, smtp, imaps…): the site's when queued, kept if the site changes."))
 
     class Meta:
         model = Audit
         fields = ["id", "url", "site", "site_url", "status", "trigger", "progress_percent", "grade",
-                  "grade_ignoring_trust", "score", "rules_version", "host", "port", "ip", "created_at", "started_at",
+                  "grade_ignoring_trust", "score", "rules_version", "host", "port", "service", "ip", "created_at",
+                  "started_at",
                   "finished_at", "duration_s", "timings", "error_code", "error_label", "error_message"]
         read_only_fields = fields
         extra_kwargs = {"site": {"help_text": "The site's id."},

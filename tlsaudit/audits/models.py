@@ -6,6 +6,7 @@ from django.db import models
 from django.urls import reverse
 
 from tlsaudit.domain.scanfacts import ScanFacts
+from tlsaudit.domain.services import HTTPS, SERVICE_CHOICES
 
 
 class Audit(models.Model):
@@ -45,6 +46,9 @@ class Audit(models.Model):
     # What was scanned (the pinned IP is the one connected to).
     host = models.CharField(max_length=253, blank=True)
     port = models.PositiveIntegerField(null=True, blank=True)
+    # The site's service when it was queued, like host and port; once done, the service the scan spoke
+    # (the run takes the site as it is then, so an edit in between shows here).
+    service = models.CharField(max_length=10, choices=SERVICE_CHOICES, default=HTTPS)
     ip = models.GenericIPAddressField(null=True, blank=True)
     duration_s = models.FloatField(null=True, blank=True)
     timings = models.JSONField(default=dict, blank=True)

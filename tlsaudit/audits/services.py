@@ -67,7 +67,8 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int =
         now = timezone.now()
         audit = Audit.objects.create(site=site, organization_id=site.organization_id, trigger=trigger,
                                      requested_by=user if user and user.is_authenticated else None,
-                                     host=site.hostname, port=site.https_port, queued_at=now, sent_at=now)
+                                     host=site.hostname, port=site.https_port, service=site.service, queued_at=now,
+                                     sent_at=now)
         send(audit, delay_s=delay_s)
     return audit, True
 
@@ -255,13 +256,14 @@ def save_outcome(audit: Audit, outcome) -> Audit:
     audit.raw = outcome.raw
     audit.mozilla_raw = outcome.mozilla
     audit.ip = outcome.facts.ip
+    audit.service = outcome.facts.service
     audit.duration_s = round(outcome.duration_s, 2)
     audit.timings = outcome.timings
     audit.status = Audit.Status.DONE
     audit.finished_at = timezone.now()
     with transaction.atomic():
-        apply_report(audit, save_fields=["facts", "raw", "mozilla_raw", "ip", "duration_s", "timings", "status",
-                                         "finished_at"])
+        apply_report(audit, save_fields=["facts", "raw", "mozilla_raw", "ip", "service", "duration_s", "timings",
+                                         "status", "finished_at"])
         update_site_summary(audit)
     evaluate_alerts_on_commit(audit)
     return audit
