@@ -5,8 +5,9 @@
 Stand-alone (no BENCH marker: about 40 s a round). Starts the TLS lab behind the latency lab's link
 (tests/support/wan.py) and, alternating round by round (ours first in even rounds, sslyze first in odd
 ones), runs in new processes:
-- ours: `manage.py audit localhost:PORT --ip LINK --ca-file CA --json` (all 18 sslyze commands and our
-  probes), checked for the fixture's grade; its own `duration_s` (the scan, without Python's start) too;
+- ours: `manage.py audit localhost:PORT --ip LINK --ca-file CA --json` (all 18 sslyze commands, a version
+  refused outright answered by its refusal instead of a suite-by-suite test, and our probes), checked
+  for the fixture's grade; its own `duration_s` (the scan, without Python's start) too;
 - sslyze: `python -m sslyze` with all 18 commands over the same target, checked COMPLETED.
 Prints every round, the medians and the ratio ours / sslyze (goal <= 1), with the load average.
 """
