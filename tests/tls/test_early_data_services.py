@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+from nassl.ssl_client import ClientCertificateRequested
 from sslyze import ServerNetworkConfiguration, ServerNetworkLocation
 from sslyze.plugins.early_data_plugin import EarlyDataImplementation
 from sslyze.server_connectivity import ServerConnectivityInfo, check_connectivity_to_server
 
-from workers.tls import sslyze_early_data
+from workers.tls import sslyze_early_data, sslyze_sockets
+from workers.tls.deadline import Deadline
 
 NETWORK_TIMEOUT_S = 5
 
@@ -62,3 +65,19 @@ def test_only_a_registered_location_skips_the_http_request(s_server):
     assert early_data_job(info, http=True) is False
     sslyze_early_data.install()
     assert sslyze_early_data._test_early_data(info) is False    # not registered at all: sslyze's path too
+
+
+@pytest.mark.parametrize("server_args", [("-Verify", "1"), ("-early_data",), ()],
+                         ids=["client_certificate_required", "early_data", "no_early_data"])
+def test_every_connection_it_opens_is_closed_when_it_returns(s_server, server_args):
+    """Each socket holds one of the address's connection slots (deadline.py): a connection left open on an
+    error path would hold a slot until the scan ends. A server that demands a client certificate makes
+    the handshake or the read fail; sslyze reports that as the check's error."""
+    info = connectivity(s_server(*server_args, www=False))
+    deadline = Deadline(20)
+    with sslyze_sockets.bounded(info.server_location, deadline):
+        try:
+            early_data_job(info, http=False)
+        except ClientCertificateRequested:
+            pass
+        assert deadline.close_sockets() == 0

@@ -16,8 +16,10 @@ import threading
 import pytest
 from sslyze import Scanner, ServerNetworkConfiguration, ServerNetworkLocation, ServerScanRequest
 from sslyze.plugins.scan_commands import ScanCommand
+from sslyze.server_connectivity import ServerConnectivityInfo, TlsVersionEnum, check_connectivity_to_server
 
 from tests import hostile
+from workers.tls import sslyze_versions
 from workers.tls.engine import run_scan
 from workers.tls.facts import SUITE_COMMANDS
 
@@ -129,3 +131,101 @@ def test_a_whole_audit_of_a_modern_server_opens_fewer_connections_than_sslyzes_s
 
     assert expected["TLSv1.0"] == expected["TLSv1.1"] == set() and expected["TLSv1.2"]
     assert by_audit < by_sslyze, f"whole audit {by_audit} connections, sslyze's suite test alone {by_sslyze}"
+
+
+# --- what counts as a refusal -------------------------------------------------------------------------
+
+def info_through(port: int, backend: ServerConnectivityInfo) -> ServerConnectivityInfo:
+    """sslyze's connectivity facts of the backend, for connections made to `port` (a front before it)."""
+    location = ServerNetworkLocation("localhost", port, ip_address="127.0.0.1")
+    return ServerConnectivityInfo(server_location=location, network_configuration=backend.network_configuration,
+                                  tls_probing_result=backend.tls_probing_result)
+
+
+def backend_info(port: int) -> ServerConnectivityInfo:
+    location = ServerNetworkLocation("localhost", port, ip_address="127.0.0.1")
+    config = ServerNetworkConfiguration(tls_server_name_indication="localhost", network_timeout=2)
+    probing = check_connectivity_to_server(server_location=location, network_configuration=config)
+    return ServerConnectivityInfo(server_location=location, network_configuration=config, tls_probing_result=probing)
+
+
+def resetting_front(backend_port: int, resets: int):
+    """Resets the first `resets` connections (after reading their ClientHello), passes the rest through."""
+    seen = []
+
+    def handle(conn, state):
+        hello = read_record(conn)
+        seen.append(hello)
+        if len(seen) <= resets:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+            return
+        backend = state.keep(socket.create_connection(("127.0.0.1", backend_port)))
+        backend.sendall(hello)
+        threading.Thread(target=splice, args=(backend, conn), daemon=True).start()
+        splice(conn, backend)
+
+    return hostile.serve(handle), seen
+
+
+def cut_after_server_hello(backend_port: int):
+    """Passes the ClientHello and the server's first flight, then closes: the server chose a suite."""
+    def handle(conn, state):
+        backend = state.keep(socket.create_connection(("127.0.0.1", backend_port)))
+        backend.sendall(read_record(conn))
+        conn.sendall(backend.recv(65536))
+        conn.close()
+
+    return hostile.serve(handle)
+
+
+def tls10_offer():
+    """The TLS 1.0 offer that holds a suite b_tls10_enabled serves (ECDHE-RSA with CBC and SHA-1)."""
+    return next(offer for offer in sslyze_versions.offers(TlsVersionEnum.TLS_1_0)
+                if "ECDHE-RSA-AES128-SHA" in offer[1])
+
+
+def test_a_connection_dropped_once_is_asked_again_and_the_version_is_enumerated(tls_lab):
+    port = tls_lab.port("b_tls10_enabled")
+    legacy, names = tls10_offer()
+    served, seen = resetting_front(port, resets=1)
+    with served as front_port:
+        answer = sslyze_versions.offer_refusal(info_through(front_port, backend_info(port)), TlsVersionEnum.TLS_1_0,
+                                               names, legacy)
+    assert answer is None and len(seen) == 2
+
+
+def test_a_connection_dropped_twice_is_a_refusal(tls_lab):
+    port = tls_lab.port("b_tls10_enabled")
+    legacy, names = tls10_offer()
+    served, seen = resetting_front(port, resets=2)
+    with served as front_port:
+        answer = sslyze_versions.offer_refusal(info_through(front_port, backend_info(port)), TlsVersionEnum.TLS_1_0,
+                                               names, legacy)
+    assert answer == "Server rejected the connection" and len(seen) == 2
+
+
+def test_a_failure_after_the_server_chose_a_suite_is_not_a_refusal(tls_lab):
+    port = tls_lab.port("b_tls10_enabled")
+    legacy, names = tls10_offer()
+    with cut_after_server_hello(port) as front_port:
+        answer = sslyze_versions.one_offer(info_through(front_port, backend_info(port)), TlsVersionEnum.TLS_1_0,
+                                           names, legacy)
+    assert answer == (None, False)
+
+
+def test_an_alert_before_any_suite_is_a_firm_refusal(tls_lab):
+    port = tls_lab.port("a_tls12_13_no_hsts")      # TLS 1.0 turned off: nginx answers protocol_version
+    legacy, names = tls10_offer()
+    refusal, firm = sslyze_versions.one_offer(backend_info(port), TlsVersionEnum.TLS_1_0, names, legacy)
+    assert firm and refusal in sslyze_versions.FIRM_REFUSALS
+
+
+def test_the_probes_never_break_sslyzes_queue(tls_lab):
+    """Called from sslyze's observer: whatever goes wrong, every version is left to sslyze, nothing raised."""
+    info = backend_info(tls_lab.port("b_tls10_enabled"))
+    request = ServerScanRequest(server_location=info.server_location, network_configuration=info.network_configuration,
+                                scan_commands=set(SUITE_SCANS))
+
+    assert sslyze_versions.skip_refused_versions(request, None, 5) == {}     # no connectivity facts at all
+    assert request.scan_commands == SUITE_SCANS

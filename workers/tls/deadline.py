@@ -265,11 +265,6 @@ class DeadlineSocket(socket.socket):
         self._deadline, self._per_op = deadline, per_op
         self._until = time.monotonic() + deadline.connection_s
 
-    def shorten_waits(self, per_op: float) -> None:
-        """Each later read or write waits at most `per_op`: a wait we chose, so its end is a plain timeout,
-        not a cut counted against the deadline."""
-        self._per_op = min(self._per_op, per_op)
-
     def _bounded(self, operation, *args):
         return self._deadline.run(self, self._per_op, operation, *args, until=self._until)
 

@@ -14,18 +14,16 @@ The function is replaced once per process, the way sslyze_sockets.py replaces ss
 
 from __future__ import annotations
 
-import socket
+import select
 import threading
 import time
 from contextlib import contextmanager
 
-from nassl._nassl import OpenSSLError
+from nassl._nassl import OpenSSLError, WantReadError
 from nassl.ssl_client import OpenSslEarlyDataStatusEnum
 from sslyze.errors import ServerRejectedTlsHandshake, TlsHandshakeTimedOut
 from sslyze.plugins import early_data_plugin
 from sslyze.server_connectivity import TlsVersionEnum
-
-from workers.tls.deadline import DeadlineSocket
 
 _HOOKED = "_test_early_data_support"
 _sslyze_test = getattr(early_data_plugin, _HOOKED)   # AttributeError on an sslyze that moved it: loud
@@ -55,6 +53,9 @@ def _session_without_request(server_info):
     except (ServerRejectedTlsHandshake, TlsHandshakeTimedOut):
         connection.close()
         return None
+    except BaseException:
+        connection.close()      # a client certificate asked for, a weak key...: sslyze reports it; the slot comes back
+        raise
     try:
         wait = max(TICKET_WAIT_MIN_S, TICKET_WAIT_HANDSHAKES * (time.monotonic() - started))
         _read_tickets(connection.ssl_client, min(wait, server_info.network_configuration.network_timeout))
@@ -64,19 +65,31 @@ def _session_without_request(server_info):
 
 
 def _read_tickets(ssl_client, wait_s: float) -> None:
-    """Read until the window ends or the server speaks or closes: OpenSSL takes in the tickets on the way."""
+    """Read for `wait_s` at most, in all, or until the server speaks or closes: OpenSSL takes in the
+    tickets on the way. Our own loop, as nassl's read() would go on for as long as records without
+    application data keep coming."""
     # nassl's do_handshake returns with our Finished still in its buffer (the first write would carry it);
     # the server sends its tickets only once it has our Finished, so push it out now.
     ssl_client._flush_ssl_engine()
     sock = ssl_client.get_underlying_socket()
-    if isinstance(sock, DeadlineSocket):
-        sock.shorten_waits(wait_s)      # still within its connection's lifetime and the audit's deadline
-    else:
-        sock.settimeout(wait_s)
-    try:
-        ssl_client.read(2048)
-    except (socket.timeout, OSError, OpenSSLError):
-        pass    # silence, a close or an alert after the handshake: the tickets that came are kept
+    end = time.monotonic() + wait_s
+    while (left := end - time.monotonic()) > 0:
+        try:
+            if not select.select([sock], [], [], left)[0]:
+                return      # the window is over: the tickets that came are in the session
+            data = sock.recv(16384)
+        except OSError:
+            return
+        if not data:
+            return          # closed after the handshake: what came before the close is kept
+        ssl_client._network_bio.write(data)
+        try:
+            ssl_client._ssl.read(2048)
+            return          # the server spoke first (SMTPS, IMAPS...): its tickets came before
+        except WantReadError:
+            continue        # a ticket, or part of a record
+        except OpenSSLError:
+            return          # an alert after the handshake
 
 
 def _say_goodbye(ssl_client) -> None:

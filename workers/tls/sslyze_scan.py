@@ -51,7 +51,7 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
-    observer = ProgressObserver(scan, on_connected)
+    observer = ProgressObserver(scan, on_connected, per_server_connections)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
     with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline), \
@@ -86,8 +86,9 @@ def scan_commands(service: Service) -> set[ScanCommand]:
 class ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
-    def __init__(self, scan, on_connected: Callable[[], None] | None = None):
+    def __init__(self, scan, on_connected: Callable[[], None] | None = None, connections: int = 5):
         self.scan = scan
+        self.connections = connections     # the per-server limit: the version probes keep to it too
         self.on_connected = on_connected
         self.connectivity_error = None
         self.refused: dict = {}     # per-suite commands skipped: the server refused their version outright
@@ -103,7 +104,8 @@ class ProgressObserver(ScannerObserver):
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
         with self.scan.phase("versions", report=False):
-            self.refused = sslyze_versions.skip_refused_versions(server_scan_request, connectivity_result)
+            self.refused = sslyze_versions.skip_refused_versions(server_scan_request, connectivity_result,
+                                                                 self.connections)
         if self.on_connected is not None:
             self.on_connected()
 

@@ -41,27 +41,42 @@ PROBED = {
 }
 # Suites per probe connection: 32 keep the ClientHello under 256 bytes, below the sizes old middleboxes choke on.
 OFFER_SIZE = 32
+# sslyze's words (tls_connection._HANDSHAKE_REJECTED_TLS_ERRORS) for a refusal of the version or of every
+# suite offered; alerts that can follow a chosen suite (decrypt error, bad record mac...) are not here.
+FIRM_REFUSALS = {"TLS alert: handshake failure", "TLS alert: protocol version ", "TLS error: wrong version number",
+                 "TLS error: wrong SSL version", "TLS error: no cipher match", "TLS error: peer error no cipher",
+                 "TLS error: no ciphers list", "TLS error: insufficient security"}
+# The connection dropped without a word: a refusal for many servers, but also what a loss looks like.
+DROPPED = {"Server rejected the connection", "Server interrupted the TLS handshake",
+           "Server closed the connection during the TLS handshake"}
 VERSION_NAMES = {TlsVersionEnum.SSL_2_0: "SSL 2.0", TlsVersionEnum.SSL_3_0: "SSL 3.0", TlsVersionEnum.TLS_1_0: "TLS 1.0",
                  TlsVersionEnum.TLS_1_1: "TLS 1.1", TlsVersionEnum.TLS_1_2: "TLS 1.2"}
 
 
-def skip_refused_versions(request, connectivity_result) -> dict[ScanCommand, str]:
-    """Probe the versions `request` would enumerate and drop from it those the server refuses; returns
-    command -> the server's refusal. Called between sslyze's connectivity test and its job queue."""
-    wanted = [command for command in PROBED if command in request.scan_commands]
-    if not wanted:
+def skip_refused_versions(request, connectivity_result, connections: int) -> dict[ScanCommand, str]:
+    """Probe the versions `request` would enumerate, at most `connections` at a time, and drop from it
+    those the server refuses; returns command -> the server's refusal. Called between sslyze's connectivity
+    test and its job queue, on the thread that feeds that queue: it never raises (a probe that goes wrong
+    leaves every version to sslyze), or sslyze's threads would wait for a queue entry forever."""
+    try:
+        wanted = [command for command in PROBED if command in request.scan_commands
+                  and PROBED[command] != connectivity_result.highest_tls_version_supported]  # it just took that one
+        if not wanted:
+            return {}
+        info = ServerConnectivityInfo(server_location=request.server_location,
+                                      network_configuration=request.network_configuration,
+                                      tls_probing_result=connectivity_result)
+        refused = refused_versions(info, wanted, connections)
+    except Exception:   # noqa: BLE001 — a bug here must cost time, never the audit
+        log.exception("version probes failed; sslyze enumerates every version")
         return {}
-    info = ServerConnectivityInfo(server_location=request.server_location,
-                                  network_configuration=request.network_configuration,
-                                  tls_probing_result=connectivity_result)
-    refused = refused_versions(info, wanted)
     # ServerScanRequest is frozen but its set is not; sslyze reads it only when it queues the jobs, after this.
     request.scan_commands.difference_update(refused)
     return refused
 
 
-def refused_versions(info: ServerConnectivityInfo, commands) -> dict[ScanCommand, str]:
-    with ThreadPoolExecutor(len(commands), thread_name_prefix="versions") as pool:
+def refused_versions(info: ServerConnectivityInfo, commands, connections: int) -> dict[ScanCommand, str]:
+    with ThreadPoolExecutor(max(1, min(len(commands), connections)), thread_name_prefix="versions") as pool:
         answers = {command: pool.submit(version_refusal, info, PROBED[command]) for command in commands}
         return {command: why for command, future in answers.items() if (why := future.result())}
 
@@ -98,23 +113,58 @@ def chunks(names: list[str]) -> list[list[str]]:
 
 
 def offer_refusal(info: ServerConnectivityInfo, version: TlsVersionEnum, names: list[str], legacy: bool) -> str | None:
-    connection = info.get_preconfigured_tls_connection(override_tls_version=version, should_use_legacy_openssl=legacy)
-    connection.ssl_client.set_cipher_list(":".join(names))
+    """A refusal of the version: an alert or version error before the server chose any suite, or a
+    connection dropped (reset, closed, silent) the same way twice in a row. Anything else (a suite chosen
+    and then a failure, a timeout, a client certificate asked for) is not a refusal."""
+    refusal, firm = one_offer(info, version, names, legacy)
+    if refusal is None or firm:
+        return refusal
+    again, _ = one_offer(info, version, names, legacy)     # a reset can be the network's, not the server's
+    return again
+
+
+def one_offer(info: ServerConnectivityInfo, version: TlsVersionEnum, names: list[str],
+              legacy: bool) -> tuple[str | None, bool]:
+    """(the refusal's words or None, whether it was a firm refusal) for one ClientHello of `names`."""
+    connection = None
     try:
+        connection = info.get_preconfigured_tls_connection(override_tls_version=version,
+                                                           should_use_legacy_openssl=legacy)
+        connection.ssl_client.set_cipher_list(":".join(names))
         connection.connect()
-    except ServerRejectedTlsHandshake as refusal:
-        return refusal.error_message
+    except ServerRejectedTlsHandshake as rejected:
+        if connection is not None and suite_chosen(connection.ssl_client):
+            return None, False     # the server took a suite of ours at this version: sslyze must enumerate
+        if rejected.error_message in FIRM_REFUSALS:
+            return rejected.error_message, True
+        return (rejected.error_message, False) if rejected.error_message in DROPPED else (None, False)
     except Exception:   # noqa: BLE001 — accepted with a twist (weak DH, client certificate), a timeout, anything
         log.debug("%s probe did not end in a refusal", VERSION_NAMES[version], exc_info=True)
-        return None     # not a refusal: sslyze enumerates this version as it always did
     finally:
+        if connection is not None:
+            close_quietly(connection)
+    return None, False
+
+
+def suite_chosen(ssl_client) -> bool:
+    """Whether the server's ServerHello got as far as naming a suite (then the failure came later)."""
+    try:
+        return bool(ssl_client.get_current_cipher_name())
+    except Exception:   # noqa: BLE001 — no current cipher: nothing was chosen
+        return False
+
+
+def close_quietly(connection) -> None:
+    try:
         connection.close()
-    return None
+    except Exception:   # noqa: BLE001 — the socket is closed either way; a failed goodbye changes nothing
+        log.debug("closing a version probe failed", exc_info=True)
 
 
 def with_refusals(result, refused: dict[ScanCommand, str]):
-    """sslyze's ServerScanResult with each skipped version's command completed: no suite accepted, every
-    suite rejected with the refusal of the all-suites offer as its reason."""
+    """sslyze's ServerScanResult with each skipped version's command completed: no suite accepted, and
+    every suite sslyze lists for the version rejected with the refusal as its reason (sslyze's own run
+    would leave out those its client cannot send at that version; the stored JSON drops rejected suites)."""
     if not refused or result.scan_result is None:
         return result
     attempts = {command.value: refused_attempt(PROBED[command], why) for command, why in refused.items()}
