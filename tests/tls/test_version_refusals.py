@@ -185,24 +185,16 @@ def tls10_offer():
                 if "ECDHE-RSA-AES128-SHA" in offer[1])
 
 
-def test_a_connection_dropped_once_is_asked_again_and_the_version_is_enumerated(tls_lab):
+@pytest.mark.parametrize("resets, refusal", [(1, None), (2, "Server rejected the connection")],
+                         ids=["dropped_once_is_asked_again", "dropped_twice_is_a_refusal"])
+def test_a_dropped_connection_counts_as_a_refusal_only_when_it_happens_twice(tls_lab, resets, refusal):
     port = tls_lab.port("b_tls10_enabled")
     legacy, names = tls10_offer()
-    served, seen = resetting_front(port, resets=1)
+    served, seen = resetting_front(port, resets=resets)
     with served as front_port:
         answer = sslyze_versions.offer_refusal(info_through(front_port, backend_info(port)), TlsVersionEnum.TLS_1_0,
                                                names, legacy)
-    assert answer is None and len(seen) == 2
-
-
-def test_a_connection_dropped_twice_is_a_refusal(tls_lab):
-    port = tls_lab.port("b_tls10_enabled")
-    legacy, names = tls10_offer()
-    served, seen = resetting_front(port, resets=2)
-    with served as front_port:
-        answer = sslyze_versions.offer_refusal(info_through(front_port, backend_info(port)), TlsVersionEnum.TLS_1_0,
-                                               names, legacy)
-    assert answer == "Server rejected the connection" and len(seen) == 2
+    assert answer == refusal and len(seen) == 2
 
 
 def test_a_failure_after_the_server_chose_a_suite_is_not_a_refusal(tls_lab):
