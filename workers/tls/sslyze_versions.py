@@ -8,8 +8,9 @@ each of those versions every suite sslyze knows for it, in offers of at most 32 
 own client and connection (the OpenSSL build its per-suite test would use, the same SNI, STARTTLS
 prelude and socket limits). When the server refuses every offer, no subset of them can be accepted: the
 version's per-suite command is dropped from the request before sslyze queues its jobs, and its result
-is written as sslyze would have written it, no suite accepted, the refusal as each suite's reason. A
-version with an offer accepted, timed out or failed in any other way is enumerated by sslyze as before.
+is written as sslyze would have written it, no suite accepted, the refusal as each suite's reason. Only a
+firm refusal counts (offer_refusal); a version with an offer accepted, timed out or failed in any other
+way is enumerated by sslyze as before.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def chunks(names: list[str]) -> list[list[str]]:
 
 def offer_refusal(info: ServerConnectivityInfo, version: TlsVersionEnum, names: list[str], legacy: bool) -> str | None:
     """A refusal of the version: an alert or version error before the server chose any suite, or a
-    connection dropped (reset, closed, silent) the same way twice in a row. Anything else (a suite chosen
+    connection dropped (reset, closed, silent) twice in a row. Anything else (a suite chosen
     and then a failure, a timeout, a client certificate asked for) is not a refusal."""
     refusal, firm = one_offer(info, version, names, legacy)
     if refusal is None or firm:
@@ -172,7 +173,7 @@ def with_refusals(result, refused: dict[ScanCommand, str]):
 
 
 def refused_attempt(version: TlsVersionEnum, why: str) -> CipherSuitesScanAttempt:
-    reason = f"{VERSION_NAMES[version]} refused with every suite offered at once: {why}"
+    reason = f"{VERSION_NAMES[version]} refused in every offer of its suites ({OFFER_SIZE} per connection): {why}"
     suites = sorted(CipherSuitesRepository.get_all_cipher_suites(version), key=attrgetter("name"), reverse=True)
     result = CipherSuitesScanResult(
         tls_version_used=version, accepted_cipher_suites=[],

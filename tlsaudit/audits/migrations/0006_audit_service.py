@@ -10,9 +10,9 @@ from django.db.models.fields.json import KT
 def backfill(apps, schema_editor):
     Audit = apps.get_model("audits", "Audit")
     Site = apps.get_model("sites", "Site")
-    Audit.objects.filter(facts__service__isnull=False).update(service=KT("facts__service"))
-    Audit.objects.filter(facts__service__isnull=True).update(
-        service=Subquery(Site.objects.filter(pk=OuterRef("site_id")).values("service")[:1]))
+    # The site's for every row (a queued or failed audit has no facts), then what the scan itself recorded.
+    Audit.objects.update(service=Subquery(Site.objects.filter(pk=OuterRef("site_id")).values("service")[:1]))
+    Audit.objects.filter(facts__has_key="service").update(service=KT("facts__service"))
 
 
 class Migration(migrations.Migration):

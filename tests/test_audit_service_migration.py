@@ -1,0 +1,34 @@
+"""Migration audits/0006: every existing audit gets the service it audited, from its stored facts when it
+has them, else from its site (queued and failed audits have no facts). Runs the real migrations."""
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from tlsaudit.audits.models import Audit
+from tlsaudit.sites.models import Site
+
+BEFORE = [("audits", "0005_audit_runner")]
+AFTER = [("audits", "0006_audit_service")]
+
+
+def migrate(targets):
+    executor = MigrationExecutor(connection)
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps
+
+
+@pytest.mark.django_db(transaction=True)
+def test_existing_audits_take_the_service_of_their_facts_else_of_their_site(org_a):
+    mail = Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25)
+    web = Site.objects.create(organization=org_a, hostname="www.example.com")
+    old = migrate(BEFORE).get_model("audits", "Audit")
+    failed = old.objects.create(site_id=mail.pk, organization_id=org_a.pk, status="failed", facts=None)
+    scanned = old.objects.create(site_id=mail.pk, organization_id=org_a.pk, status="done", facts={"service": "smtps"})
+    before_18 = old.objects.create(site_id=web.pk, organization_id=org_a.pk, status="done", facts={"host": "x"})
+
+    migrate(AFTER)
+    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())   # back to today's models
+
+    services = dict(Audit.objects.values_list("pk", "service"))
+    assert services == {failed.pk: "smtp", scanned.pk: "smtps", before_18.pk: "https"}
