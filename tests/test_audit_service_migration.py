@@ -2,20 +2,13 @@
 has them, else from its site (queued and failed audits have no facts). Runs the real migrations."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
+from tests.support.migrations import latest, migrate
 from tlsaudit.audits.models import Audit
 from tlsaudit.sites.models import Site
 
 BEFORE = [("audits", "0005_audit_runner")]
 AFTER = [("audits", "0006_audit_service")]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
@@ -28,7 +21,7 @@ def test_existing_audits_take_the_service_of_their_facts_else_of_their_site(org_
     before_18 = old.objects.create(site_id=web.pk, organization_id=org_a.pk, status="done", facts={"host": "x"})
 
     migrate(AFTER)
-    migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())   # back to today's models
+    migrate(latest())   # back to today's models
 
     services = dict(Audit.objects.values_list("pk", "service"))
     assert services == {failed.pk: "smtp", scanned.pk: "smtps", before_18.pk: "https"}

@@ -2,26 +2,14 @@
 public file id; the secret (the old token) is kept. Runs the real migrations on PostgreSQL."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.support.migrations import latest, migrate
 from tlsaudit.loadtests.verification import verification_for
 from tlsaudit.sites.models import Site
 
 BEFORE = [("loadtests", "0002_results_lz4")]
 AFTER = [("loadtests", "0003_proof_public_id_secret")]
-
-
-def latest():
-    """Every app at its newest migration: the models the code reads with."""
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
