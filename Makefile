@@ -10,10 +10,20 @@ RUN_ENV := PATH=$(CURDIR)/$(VENV)/bin:$$PATH DEBUG=1 TLSAUDIT_DEV=1 TLSAUDIT_ALL
 # make test: the real PostgreSQL and Redis of this machine.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tlsaudit
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
+# Two test processes (pytest-xdist); each has its own PostgreSQL database (test_tlsaudit_gwN) and Redis
+# database (tests/support/worker_env.py: 11 and 10 from this 15). The timing-sensitive folders run in one
+# group (--dist=loadgroup), so never two at once.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist=loadgroup
+FUZZ_SECONDS ?= 180
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
-.PHONY: fastloop setup run test system services vendor lock check lint clean bench bench-full schema
+.DEFAULT_GOAL := help
+.PHONY: help fastloop setup run test test-fast test-ready fuzz system services vendor lock check lint clean bench bench-full schema
+
+help:  ## what each target does (times measured on this project's 2-core machines)
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 # The load engine's C loop (workers/load/_fastloop.c), built in place; rebuilt only when its source
 # changes. Without it (no compiler, OpenSSL or Python headers, or a compiler that refuses the source)
@@ -43,7 +53,7 @@ $(STAMP): requirements.txt
 	$(PY) -m pip install --quiet -r requirements.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
-run: setup
+run: setup  ## the app on embedded defaults (SQLite, filesystem broker): web, worker and beat on :8000
 	$(RUN_ENV) $(PY) manage.py migrate --noinput
 	$(RUN_ENV) $(PY) manage.py ensure_demo
 	$(RUN_ENV) $(VENV)/bin/honcho start -f Procfile
@@ -54,12 +64,21 @@ system:  ## Debian packages the tests drive (installed only when missing)
 services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
-test: setup system services
+test: test-ready  ## the whole suite, 2 processes (~15 min on 2 cores; the fuzzing phase is `make fuzz`)
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m "not fuzz" $(PYTEST_ARGS)
+
+test-fast: test-ready  ## the edit-test loop (~2-3 min): no worker, browser, fuzz, fault, timing or slow tests; keeps its database
+	$(TEST_ENV) $(PY) -m pytest $(XDIST) --reuse-db -m "not (worker or browser or fuzz or faults or timing or slow)" \
+	  $(PYTEST_ARGS)
+
+fuzz: test-ready  ## schemathesis's fuzzing phase against the API for FUZZ_SECONDS (default 180), as CI runs it
+	SCHEMATHESIS_MAX_TIME=$(FUZZ_SECONDS) $(TEST_ENV) $(PY) -m pytest -m fuzz tests/api/test_schema.py $(PYTEST_ARGS)
+
+test-ready: setup system services
 	@# again: `system` may just have installed the compiler; here a warning is an error, and no loop a failure
 	@$(MAKE) -s --no-print-directory fastloop FASTLOOP_CFLAGS="$(FASTLOOP_CFLAGS) -Werror"
 	@test -f $(FASTLOOP) || { echo "make test needs the C load loop (its tests run both engines): see above."; exit 1; }
 	@mkdir -p var/test test-artifacts
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
 
 # make bench: its own PostgreSQL database (created and migrated by the scripts) and Redis database.
 BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tlsaudit_bench
@@ -96,4 +115,4 @@ lock:  ## re-pin requirements.txt from requirements.in
 	( echo "# Pinned. Regenerate with \`make lock\` after editing requirements.in."; $(PY) -m pip freeze --exclude-editable | LC_ALL=C sort -f ) > requirements.txt
 
 clean:
-	rm -rf var/test test-artifacts .pytest_cache
+	rm -rf var/test var/pytest-cache test-artifacts .pytest_cache

@@ -1,15 +1,53 @@
 """Shared fixtures. Personas, as in healthchecks: alice owns agency A, bob is a viewer in A,
 charlie owns agency B. Tests run on the real PostgreSQL and Redis (see Makefile: make test)."""
 
-from contextlib import ExitStack
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
 from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
 from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
+pytest_plugins = ["tests.support.workers"]   # start_worker_on: the session's real Celery workers
+
 PASSWORD = "correct horse battery staple"
+TESTS = Path(__file__).resolve().parent
+# Folders whose tests assert on wall-clock figures (the latency lab, fault recovery times, the hostile
+# targets' one-minute bound, the benchmarks' own checks): under xdist they run in one group, so never two
+# at once (each still shares the machine with the other process's tests: their bands allow for it).
+TIMING_FOLDERS = {"wan", "faults", "hostile_targets", "bench"}
+BROWSER_FOLDERS = {"e2e", "browser", "probes", "reports"}   # reports: PDFs are printed by Chromium
+BROWSER_FILES = {"ssrf/test_browser.py", "ssrf/test_browser_webrtc.py"}
+WORKER_FIXTURES = {"start_worker_on", "browser_worker"}
+# Files whose tests start daemons, servers or whole processes (tens of seconds each): left out of the fast
+# lane (make test-fast), in every full run.
+SLOW_FILES = {"api/test_schema.py", "api/test_idempotency.py", "api/test_throttle.py", "tls/test_scan_pool.py",
+              "starttls/test_starttls_services.py", "starttls/test_starttls_hostile.py", "test_readme_commands.py",
+              "loadtests/test_ownership_attacks.py", "load/test_loadgen_failures.py", "load/test_fast_engine.py",
+              "tls/test_version_refusals.py", "load/test_handshake.py", "tls/test_revocation.py",
+              "test_audit_cli.py", "security/test_deploy_settings.py", "perf/test_seed_demo.py"}
+
+
+@pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Markers by what a test uses, so `make test-fast` can leave the slow kinds out and xdist can keep
+    the timing-sensitive ones apart (--dist=loadgroup)."""
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(TESTS)
+        folder = path.parts[0]
+        if folder in TIMING_FOLDERS or item.get_closest_marker("timing"):
+            item.add_marker(pytest.mark.timing)
+            item.add_marker(pytest.mark.xdist_group("timing"))
+        if folder == "faults":
+            item.add_marker(pytest.mark.faults)
+        if folder in BROWSER_FOLDERS or path.as_posix() in BROWSER_FILES or item.get_closest_marker("e2e"):
+            item.add_marker(pytest.mark.browser)
+        if path.as_posix() in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+        if WORKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.worker)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -20,6 +58,32 @@ def _real_services_only():
     engine = settings.DATABASES["default"]["ENGINE"]
     assert "postgresql" in engine, f"tests need PostgreSQL (DATABASE_URL), got {engine}: run `make test`"
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
+
+
+# Argon2 costs ~0.4 s a password: with a user or two per test it was a fifth of the suite. Tests whose
+# subject is hashing ask for `production_hashers`; tests/test_settings.py checks production's list.
+FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Every wait a test would sit through, shortened: the code path is the same, the countdown shorter.
+SHORT_WAITS = {"AUDIT_LOCK_WAIT_SECONDS": 1, "LOAD_LOCK_WAIT_SECONDS": 1, "PROBE_LOCK_WAIT_SECONDS": 1,
+               "AUDIT_SECOND_LOOK_SLACK_SECONDS": 0.5}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_hashing_and_short_waits():
+    if not settings.configured:
+        yield
+        return
+    with override_settings(PASSWORD_HASHERS=FAST_HASHERS, **SHORT_WAITS):
+        yield
+
+
+@pytest.fixture
+def production_hashers(settings):
+    """The hashers production uses (Argon2 first), for a test about hashing itself."""
+    import tlsaudit.settings as production
+
+    settings.PASSWORD_HASHERS = production.PASSWORD_HASHERS
+    return production.PASSWORD_HASHERS
 
 
 @pytest.fixture(autouse=True)
@@ -94,25 +158,6 @@ def login(client):
         client.force_login(user)
         return client
     return _login
-
-
-@pytest.fixture
-def start_worker_on():
-    """start_worker_on(queues, concurrency) runs a real Celery worker (threads pool, the real
-    Redis) until the test ends. Tests start it when they choose, e.g. after a page shows a
-    queued audit."""
-    from celery.contrib.testing.worker import start_worker
-
-    import workers.tasks  # noqa: F401  register the tasks in this process
-    from workers.celery import app
-
-    app.control.purge()
-    with ExitStack() as stack:
-        def start(queues, concurrency=2):
-            return stack.enter_context(start_worker(app, pool="threads", concurrency=concurrency,
-                                                    perform_ping_check=False, queues=list(queues),
-                                                    shutdown_timeout=60))
-        yield start
 
 
 @pytest.fixture

@@ -94,3 +94,18 @@ def test_the_console_email_shows_the_link_whole_between_rules():
     assert f"Open {link} to verify." in printed.splitlines()
     assert printed.startswith(RULE) and "EMAIL to alice@example.com" in printed and "Héllo" in printed
     assert "<a href" not in printed and "=3D" not in printed
+
+
+def test_production_hashes_passwords_with_argon2_and_the_suite_with_a_fast_hasher(settings):
+    import tlsaudit.settings as production
+
+    assert production.PASSWORD_HASHERS[0] == "django.contrib.auth.hashers.Argon2PasswordHasher"
+    assert settings.PASSWORD_HASHERS == ["django.contrib.auth.hashers.MD5PasswordHasher"]   # tests/conftest.py
+
+
+def test_a_password_set_under_production_hashers_is_argon2_and_checks(production_hashers, db):
+    from tlsaudit.accounts.models import User
+
+    user = User.objects.create_user(email="hash@example.com", password="correct horse battery staple")
+    assert user.password.startswith("argon2$")
+    assert user.check_password("correct horse battery staple") and not user.check_password("wrong")

@@ -307,6 +307,8 @@ AUDIT_HEARTBEAT_SECONDS = env_int("AUDIT_HEARTBEAT_SECONDS", 3, minimum=1)
 AUDIT_LEASE_SECONDS = env_int("AUDIT_LEASE_SECONDS", 15, minimum=2)
 if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:
     raise ImproperlyConfigured("AUDIT_LEASE_SECONDS must be at least twice AUDIT_HEARTBEAT_SECONDS.")
+# The reaper's second look at a silent audit waits one heartbeat plus this slack (a beat's own write time).
+AUDIT_SECOND_LOOK_SLACK_SECONDS = env_int("AUDIT_SECOND_LOOK_SLACK_SECONDS", 2, minimum=0)
 AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=1)
 AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
@@ -352,6 +354,11 @@ LOAD_STALL_SECONDS = env_int("LOAD_STALL_SECONDS", 40, minimum=2)
 # (or loadtest -t) asks for more: run as a new user runs them, against a dead, slow or hostile server, they
 # end with an error in under a minute. (`audit` uses AUDIT_DEADLINE_SECONDS, as its task does.)
 CLI_DEADLINE_SECONDS = env_int("CLI_DEADLINE_SECONDS", 50, minimum=5)
+# How long a task waits before it asks again for a target another audit, run or probe holds (its retry
+# countdown): an audit of one ip:port at a time, one load run, one probe.
+AUDIT_LOCK_WAIT_SECONDS = env_int("AUDIT_LOCK_WAIT_SECONDS", 10, minimum=1)
+LOAD_LOCK_WAIT_SECONDS = env_int("LOAD_LOCK_WAIT_SECONDS", 5, minimum=1)
+PROBE_LOCK_WAIT_SECONDS = env_int("PROBE_LOCK_WAIT_SECONDS", 10, minimum=1)
 # Agent tasks each run step is split into (spread over the load workers' hosts).
 LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
 # Days a site's ownership proof stays valid before it is re-checked (before a run).

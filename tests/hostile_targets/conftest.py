@@ -91,12 +91,23 @@ def sslyze_threads() -> list[str]:
 
 @pytest.fixture
 def one_worker(start_worker_on):
-    """one_worker(queue): a real worker on that queue with one thread, so the descriptors it holds
-    after a warm-up task (one database connection, its broker connections) are all it needs."""
-    yield lambda queue: start_worker_on((queue,), concurrency=1)
+    """one_worker(queue): the session's real worker on that queue with one thread, so the descriptors it
+    holds after a normal task (one database connection, its broker connections) are all it needs."""
+    return lambda queue: start_worker_on((queue,), concurrency=1)
+
+
+@pytest.fixture(scope="module")
+def chained(worker_pool):
+    """What each path's worker held after its last normal task: {path: {worker, Chromium pids}}, so
+    the next case of the path starts from there instead of warming up a new worker (the matrix runs its
+    cases path by path). The module's end closes the process's Chromium."""
+    held: dict = {}
+    worker_pool.keep_browser = True
+    yield held
+    worker_pool.keep_browser = False
     from workers.browser.host import HOST
 
-    HOST.close()  # a failed test still leaves no browser behind
+    HOST.close()
 
 
 # --- what the worker holds ------------------------------------------------------------------

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import SchedulingLag
 from tlsaudit.domain.abstats import decode_histogram
 from workers.load.client import LoadError, merge_results, run_load
 from workers.load.merge import result_from_dict
@@ -227,25 +228,31 @@ def test_a_daemonic_caller_runs_in_one_process_and_says_so(tls_lab, load_engine)
 
 # --- stopping: cancel, time limit, progress ----------------------------------------------------------------
 
+@pytest.mark.timing
 def test_cancel_stops_a_long_run_within_a_second(tls_lab):
     asked_at = []
     progress = []
+    lag = SchedulingLag()
 
     def cancel() -> bool:
         asked_at.append(time.monotonic())
         return time.monotonic() - started > 0.6
 
     started = time.monotonic()
-    result = run_load(lab_spec(tls_lab, NO_RESUMPTION, "http", requests=10_000_000, concurrency=4, keepalive=True),
-                      cancel=cancel, on_progress=lambda done, total: progress.append((time.monotonic(), done, total)))
+    with lag:
+        result = run_load(lab_spec(tls_lab, NO_RESUMPTION, "http", requests=10_000_000, concurrency=4,
+                                   keepalive=True),
+                          cancel=cancel, on_progress=lambda done, total: progress.append((time.monotonic(), done, total)))
     elapsed = time.monotonic() - started
 
     assert result.cancelled
-    assert elapsed < 0.6 + 1.0
+    assert elapsed < 0.6 + 1.0 + lag.worst
     assert 0 < result.counters.complete < 10_000_000
-    # polled every 0.5 s from the start (the first poll too); 0.25 s for a busy 2-core machine's scheduling
+    # polled every 0.5 s from the start (the first poll too); 0.25 s for a busy 2-core machine's scheduling,
+    # plus the worst lateness a sleeping thread saw meanwhile (the other test process, a build beside us)
     polls = [started, *asked_at]
-    assert max(b - a for a, b in zip(polls, polls[1:])) <= 0.5 + 0.25, "cancel() must be polled every 0.5 s"
+    assert max(b - a for a, b in zip(polls, polls[1:])) <= 0.5 + 0.25 + lag.worst, \
+        f"cancel() must be polled every 0.5 s (scheduling lag seen: {lag.worst:.3f} s)"
     assert progress and all(total == 10_000_000 for _, _, total in progress)
     assert [done for _, done, _ in progress] == sorted(done for _, done, _ in progress)
     assert len(progress) <= elapsed * 4 + 2, "on_progress at most ~4 times a second"

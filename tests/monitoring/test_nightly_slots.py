@@ -38,7 +38,7 @@ def test_a_site_keeps_its_time_when_others_are_added(settings, org_a):
     first = add_sites(org_a, 5)
     before = {s.pk: (s.schedule.hour, s.schedule.minute) for s in first}
     Site.objects.create(organization=org_a, hostname="late.example.com")
-    after = {s.pk: (s.hour, s.minute) for s in SiteSchedule.objects.filter(site__in=first)}
+    after = {s.site_id: (s.hour, s.minute) for s in SiteSchedule.objects.filter(site__in=first)}
     assert after == before
 
 

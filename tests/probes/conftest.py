@@ -18,21 +18,18 @@ LAB = "a_plus_rsa_hsts"
 
 
 @pytest.fixture
-def browser_worker():
-    """browser_worker() -> a context manager running a worker on the `browser` queue; leaving it
-    stops the worker, which closes the process's Chromium (worker_shutdown)."""
-    from celery.contrib.testing.worker import start_worker
-
-    import workers.tasks  # noqa: F401  register the tasks in this process
-    from workers.celery import app
-
-    app.control.purge()
+def browser_worker(worker_pool):
+    """browser_worker() -> a context manager in which the session's worker on the `browser` queue (one
+    thread) consumes; leaving it waits for the worker to be idle, pauses it and closes the process's
+    Chromium, as a stopped worker would (tests/support/workers.py)."""
+    worker_pool.app.control.purge()
 
     @contextmanager
     def run():
-        with start_worker(app, pool="threads", concurrency=1, perform_ping_check=False, queues=["browser"],
-                          shutdown_timeout=120) as worker:
-            yield worker
+        try:
+            yield worker_pool.get(("browser",), 1)
+        finally:
+            worker_pool.settle()
 
     yield run
     from workers.browser.host import HOST

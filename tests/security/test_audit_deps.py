@@ -7,6 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+# The script writes its logs to the checkout's var/: under xdist these tests run one after another.
+pytestmark = pytest.mark.xdist_group("audit-deps")
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".ci" / "audit-deps"
 

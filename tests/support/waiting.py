@@ -59,3 +59,37 @@ def wait_finished(row, timeout: float = 60.0, detail: Callable[[Any], Any] | Non
 
     wait_until(finished, timeout, stuck, interval)
     return row
+
+
+class SchedulingLag:
+    """How late the machine wakes a sleeping thread, measured while a timing test runs: a band that must
+    hold on a loaded machine (the other test process, a build beside it) is widened by `worst` seconds,
+    what the load measurably cost, instead of by a guess.
+
+        with SchedulingLag() as lag:
+            ...timed work...
+        assert period <= 0.5 + lag.worst
+    """
+
+    TICK_S = 0.02
+
+    def __init__(self):
+        import threading
+
+        self.worst = 0.0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.watch, name="scheduling-lag", daemon=True)
+
+    def watch(self) -> None:
+        while not self.stop.is_set():
+            asked = time.monotonic()
+            time.sleep(self.TICK_S)
+            self.worst = max(self.worst, time.monotonic() - asked - self.TICK_S)
+
+    def __enter__(self) -> "SchedulingLag":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(1)

@@ -72,8 +72,10 @@ def test_the_handshake_matrix_shows_tls13_as_one_round_trip(login, alice, org_a,
     page = login(alice).get(run.get_absolute_url()).content.decode()
     rows = table_cells(page, "table-round-trips")
     assert [row[0].startswith(f"TLS {v}") for row, v in zip(rows, ("1.2", "1.3"))] == [True, True]
-    assert [round(multiple_of(row[2])) for row in rows] == [2, 1]
-    assert all(round(multiple_of(row[1])) == 1 for row in rows)  # TCP connect
+    # Two round trips and one, each with the CPU of a loaded machine on top: bands, not rounding
+    tls12, tls13 = (multiple_of(row[2]) for row in rows)
+    assert 1.9 <= tls12 < 2.7 and 0.9 <= tls13 < 1.7, (tls12, tls13)
+    assert all(0.9 <= multiple_of(row[1]) < 1.7 for row in rows)  # TCP connect
 
 
 def test_the_probe_page_shows_its_measured_rtt_and_phase_multiples(login, alice, org_a, lab_site, probe_site,
@@ -91,6 +93,8 @@ def test_the_probe_page_shows_its_measured_rtt_and_phase_multiples(login, alice,
     page = login(alice).get(probe.get_absolute_url()).content.decode()
     assert 49.5 <= float(re.search(r"Measured round trip time ([\d.]+) ms", page).group(1)) <= 53
     rows = {row[0]: row[1:] for row in table_cells(page, "table-round-trips")}
-    assert round(multiple_of(rows["HTTPS cold"][1])) == 1    # TLS 1.3 handshake
-    assert round(multiple_of(rows["HTTPS warm"][2])) == 1    # TTFB on the open connection
+    # One round trip, not two: Chromium's own CPU on a loaded machine (the other test process, a build) adds
+    # tens of ms to a phase, so the band is [0.9, 1.7) RTT rather than "rounds to 1".
+    assert 0.9 <= multiple_of(rows["HTTPS cold"][1]) < 1.7    # TLS 1.3 handshake
+    assert 0.9 <= multiple_of(rows["HTTPS warm"][2]) < 1.7    # TTFB on the open connection
     assert rows["HTTPS warm"][0].startswith("0.0 ms")        # no connect: the connection is reused

@@ -40,7 +40,6 @@ PROGRESS_WRITE_INTERVAL_S = 1.0
 # A run lost twice (its worker died twice) is failed rather than re-queued a third time.
 MAX_ATTEMPTS = 2
 # The second look at a silent heartbeat waits one heartbeat interval and this much (thread wake-up, the write).
-SECOND_LOOK_SLACK_SECONDS = 2
 WORKER_LOST = ("worker_lost", "The audit was interrupted twice (its worker stopped). Please retry.")
 # What a stopped or restarting PostgreSQL raises (InterfaceError: a connection it already closed).
 DATABASE_DOWN = (OperationalError, InterfaceError)
@@ -436,7 +435,7 @@ def still_silent(audits: list[Audit]) -> list[Audit]:
     silence counts only while the database demonstrably answered (read before and after the wait)."""
     if not audits:
         return []
-    time.sleep(settings.AUDIT_HEARTBEAT_SECONDS + SECOND_LOOK_SLACK_SECONDS)
+    time.sleep(settings.AUDIT_HEARTBEAT_SECONDS + settings.AUDIT_SECOND_LOOK_SLACK_SECONDS)
     beats = dict(Audit.objects.filter(pk__in=[audit.pk for audit in audits]).values_list("pk", "heartbeat_at"))
     return [audit for audit in audits if beats.get(audit.pk, audit.heartbeat_at) == audit.heartbeat_at]
 

@@ -19,7 +19,6 @@ from workers.tasks.transient import DATABASE_DOWN
 from workers.tls.engine import run_scan
 
 log = logging.getLogger(__name__)
-LOCK_WAIT_SECONDS = 10
 # A scan result in hand is worth waiting for while PostgreSQL restarts; after this, the reaper re-runs it.
 STORE_RETRY_SECONDS = 60
 
@@ -40,7 +39,7 @@ def run_audit(self, audit_id: int) -> str:
     with gate.target_lock("scan", target.ip, [target.port], holder, settings.AUDIT_LEASE_SECONDS) as lock:
         if not lock:
             services.mark_sent(audit_id)  # this delivery lives on as the retry: no need for the reaper to resend
-            gate.wait_for_target(self, LOCK_WAIT_SECONDS)  # another audit of this server is running
+            gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS)  # another audit of this server is running
         attempt = services.claim(audit_id)
         if not attempt:
             return gate.SKIPPED

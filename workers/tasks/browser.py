@@ -27,7 +27,6 @@ from workers.net.errors import TargetError
 from workers.tasks import gate
 
 log = logging.getLogger(__name__)
-LOCK_WAIT_SECONDS = 10
 PROGRESS_EVERY_S = 0.5
 # The engine's own deadline comes this long before the task stops waiting for it (the soft time limit),
 # so that a slow probe ends with the engine's account of what loaded, not the task's.
@@ -53,7 +52,8 @@ def run_probe(self, probe_id: int) -> str:
     holder = gate.holder_of(probe_id)
     with gate.target_lock("probe", target.ip, [target.port], holder, settings.PROBE_HARD_TIME_LIMIT + 30) as lock:
         if not lock:  # two probes at once would skew each other's timings
-            gate.wait_for_target(self, LOCK_WAIT_SECONDS, give_up=lambda: services.fail(probe, "busy", BUSY))
+            gate.wait_for_target(self, settings.PROBE_LOCK_WAIT_SECONDS,
+                                 give_up=lambda: services.fail(probe, "busy", BUSY))
         if not services.claim(probe_id, target.ip):
             return gate.SKIPPED
         return probe_and_store(probe, spec_for(probe, target.ip))

@@ -28,7 +28,6 @@ from workers.load.steps import merged_entry
 from workers.tasks import gate
 
 log = logging.getLogger(__name__)
-LOCK_WAIT_SECONDS = 5
 LOCK_MARGIN_SECONDS = 120
 fail = gate.without_detail(services.fail)  # how the gate fails a run row
 
@@ -60,7 +59,7 @@ def start_run(self, run_id: int) -> str:
     with gate.target_lock(services.LOCK_KIND, target.ip, [port for _, port in ports], gate.holder_of(run_id),
                           seconds) as lock:
         if not lock:  # another run against this server is in progress
-            gate.wait_for_target(self, LOCK_WAIT_SECONDS, give_up=lambda: services.fail(run, "busy", BUSY))
+            gate.wait_for_target(self, settings.LOAD_LOCK_WAIT_SECONDS, give_up=lambda: services.fail(run, "busy", BUSY))
         steps = planned_steps(run, target.ip)
         if not services.claim(run_id, target.ip, steps, limits.max_duration_s, lock.keys):
             return gate.SKIPPED
