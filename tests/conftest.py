@@ -60,6 +60,17 @@ def _real_services_only():
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
 
 
+@pytest.fixture(autouse=True)
+def _the_lab_outlives_each_test():
+    """A test during which the session's nginx lab died fails by name (then the lab is up again)."""
+    from tests.support.tls_servers import SESSION_LABS, lab_death
+
+    yield
+    for lab in SESSION_LABS:
+        if (death := lab_death(lab)) is not None:
+            pytest.fail(death)
+
+
 # Argon2 costs ~0.4 s a password: with a user or two per test it was a fifth of the suite. Tests whose
 # subject is hashing ask for `production_hashers`; tests/test_settings.py checks production's list.
 FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -6,6 +6,7 @@ can observe: protocols, suites, keys, chains, HSTS, resumption.
 
 import datetime
 import http.client
+import signal
 import ssl
 import subprocess
 import time
@@ -20,7 +21,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from tests.support import pki as pki_module
 from tests.support import probe
-from tests.support.tls_servers import FIXTURES, HOSTNAME, ServerSpec, require_nginx, start_lab
+from tests.support.tls_servers import FIXTURES, HOSTNAME, ServerSpec, lab_death, require_nginx, start_lab
 
 ALL_NAMES = list(FIXTURES)
 TRUSTED = [n for n, s in FIXTURES.items() if s.trusted]
@@ -320,6 +321,23 @@ def test_a_second_lab_starts_fast_and_stops_cleanly(tmp_path):
         lab.stop()
     lab.assert_stopped()
     assert not (tmp_path / "lab" / "nginx.pid").exists()
+
+
+def test_a_lab_killed_mid_session_is_reported_in_nginx_words_and_started_again_on_its_ports(tmp_path):
+    lab = start_lab(tmp_path / "lab")
+    try:
+        assert lab_death(lab) is None
+        before = lab.process.pid
+        lab.process.send_signal(signal.SIGTERM)   # as a stray kill would
+        lab.process.wait(timeout=10)
+        death = lab_death(lab)
+        assert death.startswith("the session's TLS lab (nginx) exited with 0 during this test")  # a clean stop
+        assert "signal 15 (SIGTERM) received" in death     # nginx's notice names the signal (and the sender)
+        assert lab.process.pid != before and lab_death(lab) is None
+        status, _, _ = probe.get_page(lab.port("a_plus_rsa_hsts"), probe.strict_context(str(lab.ca_file)))
+        assert status == 200
+    finally:
+        lab.stop()
 
 
 def test_missing_nginx_fails_with_a_hint_to_run_make_test():

@@ -11,6 +11,7 @@ After each run: no client socket is left towards the hostile port, and no thread
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import threading
@@ -110,7 +111,8 @@ def test_an_audit_of_a_server_that_stalls_one_connection_in_seven_ends_at_its_de
 
     assert outcome.facts is None and outcome.error.code == "timeout", outcome.error
     assert outcome.error.message.startswith(f"The audit of 127.0.0.1:{port} did not finish within its 20 s deadline: ")
-    assert "of our connections were still unfinished after 10 s" in outcome.error.message
+    # how many of the stalled connections are open at the deadline depends on the scan's timing: 1 or more
+    assert re.search(r"\d+ of our connections (was|were) still unfinished after 10 s", outcome.error.message)
     assert "sends its answers a few bytes at a time" in outcome.error.message
     assert outcome.timings["sslyze"] < 20, "sslyze ends before the deadline, leaving our probes their reserve"
 

@@ -441,17 +441,36 @@ def start_lab(directory: Path | None = None, workers: int = 1, attempts: int = 3
     raise AssertionError("unreachable")
 
 
+# The session's lab once started: tests/conftest.py checks after every test that it is still up.
+SESSION_LABS: list[TlsLab] = []
+
+
 @pytest.fixture(scope="session")
 def tls_lab():
     """Session-wide lab of nginx TLS servers; stopped (and checked gone) at the end of the session."""
     require_nginx()
     lab = start_lab()
+    SESSION_LABS.append(lab)
     try:
         yield lab
     finally:
+        SESSION_LABS.remove(lab)
         lab.stop()
         lab.assert_stopped()
         shutil.rmtree(lab.directory, ignore_errors=True)
+
+
+def lab_death(lab: TlsLab) -> str | None:
+    """None while the lab's nginx runs; else how it ended, in nginx's own words (its notice-level log
+    names the signal and the sender's pid), and the lab is started again on the same ports so that
+    one test's accident is reported once, by that test, instead of failing every later one."""
+    code = lab.process.poll()
+    if code is None:
+        return None
+    tail = read_tail(lab.error_log, 15)
+    lab.process = launch_nginx(lab.directory, lab.directory / "nginx.conf")
+    wait_for_ports(lab.process, lab.all_ports(), lab.error_log, timeout=10)
+    return f"the session's TLS lab (nginx) exited with {code} during this test; its log ends:\n{tail}"
 
 
 def lab_summary(lab: TlsLab) -> str:
