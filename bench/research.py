@@ -9,7 +9,7 @@ CLI beside ab and h2load on the same links, every comparison with our statistics
    (nginx lab `load_no_resumption`, /health; HTTPS negotiates TLS 1.3, every handshake full):
    - ours: `manage.py overhead localhost --ip HOST --levels C -n N -t T --repeats R --json` as a user
      runs it (its warm-up, R rounds with HTTP/HTTPS back to back and the order alternating, medians,
-     95 % intervals, signed overhead, "too short to conclude");
+     95 % intervals, signed overhead from every request's time);
    - ab: `ab -q -t T -n N -c C URL`, the same design done here: a discarded warm-up pair, R rounds with
      the order alternating, summarised by the same domain functions (tlsaudit.domain.abstats).
    The tools' order alternates by level. N per level keeps every run near or above the 1 s / 100
@@ -160,11 +160,11 @@ def summarise_runs(runs: list[dict], mode: str) -> dict:
 
 def h2load_cell(runs: list[dict]) -> dict:
     """One (version, agents) cell of h2load over its repeats: median [95 %] of the runs' mean connect
-    time and of their rates (handshakes over h2load's own wall time), and why a run is too short."""
+    time and of their rates (handshakes over h2load's own wall time), and why a run has nothing to compare."""
     short = [reason for r in runs if (reason := stats.too_short(r["wall_s"], r["count"]))]
     return {"connect_ms": stats.median_interval([r["connect_ms"]["mean"] for r in runs]),
             "per_s": stats.median_interval([r["count"] / r["wall_s"] for r in runs if r["wall_s"]]),
-            "too_short": f"{len(short)} of {len(runs)} runs too short ({short[0]})" if short else None}
+            "too_short": f"{len(short)} of {len(runs)} runs: {short[0]}" if short else None}
 
 
 def paired_versions(by_round: dict[str, dict[int, float]], too_short: bool) -> dict:
@@ -203,7 +203,7 @@ def estimate_text(estimate: dict, digits: int) -> str:
 
 
 def cell_text(cell: dict, key: str, digits: int) -> str:
-    return "too short" if cell.get("too_short") else estimate_text(cell[key], digits)
+    return cell["too_short"] if cell.get("too_short") else estimate_text(cell[key], digits)
 
 
 def with_rtt(ms: float | None, rtt_ms: float | None, whole_ms: bool = False) -> str:
@@ -269,7 +269,7 @@ def handshake_rows(levels: list[dict], rtt_ms: float | None) -> list[tuple[str, 
 
 def time_text(cell: dict, rtt_ms: float | None) -> str:
     if cell.get("too_short"):
-        return "too short"
+        return cell["too_short"]
     estimate = cell["ms"]
     text = estimate_text(estimate, 1)
     multiple = round_trips(estimate["median"], rtt_ms)

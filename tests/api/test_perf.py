@@ -317,9 +317,9 @@ def test_runs_started_over_the_api_report_ab_figures_and_percentiles(load_worker
     charts = {c["id"]: c for c in body["charts"]}
     assert set(charts) == {"rate-new", "latency-new", "times-new"}
     assert charts["latency-new"]["table"]["rows"][0][1] == percentiles["50"]
-    # one run of 20 requests: a figure without an interval, and too short to conclude: said, not drawn
+    # one run of 20 requests: a figure without an interval (one run says nothing of the drift between runs)
     assert body["summary"]["cell"]["requests_per_second"]["method"] == "single run, no interval"
-    assert charts["rate-new"]["datasets"][0]["data"] == [None] and charts["rate-new"]["warnings"]
+    assert charts["rate-new"]["datasets"][0]["data"][0] > 0 and charts["rate-new"]["datasets"][0]["intervals"] == [None]
 
     # And a handshake run over the API gives the timing statistics of each cell (no encoded histograms)
     response = client.post(handshakes(lab_site), {"versions": ["1.2", "1.3"], "agents_levels": [2], "per_agent": 3,

@@ -206,14 +206,8 @@ def test_shift_change_is_a_signed_relative_change_and_ignores_zeros():
 
 # --- too short to conclude -------------------------------------------------------------------------
 
-def test_a_run_is_too_short_under_a_second_or_a_hundred_samples():
-    assert stats.too_short(0.12, 500) == "ran 0.12 s (< 1 s)"
-    assert stats.too_short(3.0, 40) == "40 samples (< 100)"
-    assert stats.too_short(0, 0) == "nothing completed"
-    assert stats.too_short(1.5, 300) is None
+def test_a_run_is_only_unusable_when_nothing_completed_or_the_clock_cannot_tell():
+    assert stats.too_short(0.05, 12) is None           # short runs are judged by their interval, not refused
+    assert stats.too_short(5.0, 0) == "nothing completed"
+    assert stats.too_short(None, 3) == stats.too_short(0.0, 3) == "shorter than the clock's resolution"
 
-
-def test_the_needed_count_reaches_a_second_at_the_measured_rate():
-    assert stats.needed_count(0.1, 500) == 6000        # 5,000/s for 1 s, with a 20 % margin
-    assert stats.needed_count(2.0, 50) == 100          # long enough, too few: the sample floor
-    assert stats.needed_count(0, 0) is None

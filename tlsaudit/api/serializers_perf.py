@@ -57,9 +57,10 @@ class ChartSerializer(serializers.Serializer):
     labels = serializers.ListField(child=serializers.CharField())
     datasets = serializers.ListField(child=serializers.DictField(),
                                      help_text="{label, data[, intervals]}: data are medians over the repeats (null "
-                                               "when too short to conclude); intervals are their 95 % [low, high].")
+                                               "when no request completed); intervals are their 95 % [low, high].")
     warnings = serializers.ListField(child=serializers.CharField(),
-                                     help_text="Figures of this chart that are too short to conclude, and why.")
+                                     help_text="Figures of this chart with nothing to compare (no request completed), "
+                                               "and why.")
     table = serializers.DictField(help_text="The chart's exact numbers: {header: [...], rows: [[...], ...]}.")
 
 
@@ -71,12 +72,14 @@ class PerfRunDetailSerializer(PerfRunSerializer):
                   "steps carry the cell (`cell`) and its timing statistics (`result`).")
     summary = serializers.SerializerMethodField(
         help_text="Medians over the repeats with 95 % intervals. Sweeps, per mode: per level both cells and the "
-                  "signed TLS overhead (`time_taken_overhead`: (HTTPS - HTTP) / HTTP; `requests_per_second_overhead`: "
-                  "(HTTP - HTTPS) / HTTP; both negative when HTTPS is faster), each {pct, low_pct, high_pct, "
-                  "verdict}, and the average row. Load tests: the cell. Handshakes: cells, TLS 1.3 vs 1.2 "
-                  "(`tls13_vs_tls12`, negative when TLS 1.3 is faster) and resumed vs full. `verdict` is higher, "
-                  "lower, “no significant difference” (the interval spans 0), “single run, no interval” or “too "
-                  "short to conclude” (then no figure is given).")
+                  "signed TLS overhead (`time_taken_overhead`: the median of every request's time, (HTTPS - HTTP) / "
+                  "HTTP, with `base_median` and `other_median` in µs, the medians it compares; "
+                  "`requests_per_second_overhead`: end-to-end rates, (HTTP - HTTPS) / HTTP; both negative when HTTPS "
+                  "is faster), each {pct, low_pct, high_pct, verdict, n}, and the average row. Load tests: the cell. "
+                  "Handshakes: cells, TLS 1.3 vs 1.2 (`tls13_vs_tls12`, the median of every handshake, negative when "
+                  "TLS 1.3 is faster) and resumed vs full. `verdict` is higher, lower, “no significant difference” "
+                  "(the interval spans 0: the interval says how large a difference could be), “single run, no "
+                  "interval” or “no data” (nothing completed; no figure).")
     charts = serializers.SerializerMethodField(help_text="The dashboard's charts, each with its table.")
 
     class Meta(PerfRunSerializer.Meta):

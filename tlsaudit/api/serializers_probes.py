@@ -9,7 +9,7 @@ from tlsaudit.api.optional_fields import OptionalInSchema
 from tlsaudit.api.serializers_perf import ChartSerializer
 from tlsaudit.probes.models import Probe
 from tlsaudit.probes.presenters import ERROR_HELP, charts_for, increase_table, page_facts, page_table
-from tlsaudit.probes.services import VARIANTS, increase_of
+from tlsaudit.probes.services import VARIANTS, increase_of, increase_pct_of
 
 HEAVY_COLUMNS = ("result", "summary")
 
@@ -73,7 +73,7 @@ class ProbeDetailSerializer(ProbeSerializer):
         return (probe.summary or {}).get("summary") or {}
 
     def get_increase_pct(self, probe) -> dict:
-        return (probe.summary or {}).get("increase_pct") or {}
+        return increase_pct_of(probe) if self.done(probe) else {}
 
     def get_increase(self, probe) -> dict:
         return increase_of(probe) if self.done(probe) else {}

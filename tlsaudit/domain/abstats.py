@@ -24,7 +24,8 @@ from itertools import accumulate
 
 from hdrh.histogram import HdrHistogram
 
-from tlsaudit.domain import stats
+from tlsaudit.domain import compare, stats
+from tlsaudit.domain.compare import Distribution
 
 PERCENTAGES = (50, 66, 75, 80, 90, 95, 98, 99, 100)
 TABLE_PHASES = ("connect", "processing", "waiting", "total")
@@ -274,6 +275,8 @@ def connection_times(result: dict) -> dict:
         "percentages": percentages,
         "tls_handshake": sources["tls"].stats() if result["spec"]["scheme"] == "https" else None,
         "latency_ms": latency,
+        # Every request's total time (µs, 3 significant digits): what HTTPS vs HTTP compares.
+        "total_histogram": (result.get("histograms") or {}).get("total"),
     }
 
 
@@ -284,51 +287,59 @@ def connection_times(result: dict) -> dict:
 def run_figures(report: dict) -> dict:
     """What a comparison reads of one ab-style run: its end-to-end wall time (set-up included; ab's
     time taken for runs stored before wall times were kept), requests completed, requests/s over that
-    wall time, the median latency, and why the run is too short to conclude from (None if it is not)."""
+    wall time, the median latency, every request's total time (`total_histogram`), and why nothing can
+    be read from it (None when something can: at least one request completed)."""
     wall = report.get("wall_s") or report.get("time_taken_s")
     done = report.get("complete_requests") or 0
-    planned = report.get("requests_planned")
-    stopped = bool(planned) and done + (report.get("failed_requests") or 0) < planned and not report.get("cancelled")
+    p50_ms = (report.get("latency_ms") or {}).get("p50")
+    per_request = wall / done if wall and done else None
     return {"wall_s": wall, "complete": done, "requests_per_second": done / wall if wall and done else None,
-            "time_per_request_s": wall / done if wall and done else None,
-            "p50_ms": (report.get("latency_ms") or {}).get("p50"), "too_short": too_short_reason(wall, done, stopped),
-            "needed": None if stopped else stats.needed_count(wall, done)}
+            "time_per_request_s": per_request, "p50_ms": p50_ms, "too_short": stats.too_short(wall, done),
+            "total_histogram": report.get("total_histogram"),
+            # What the average over levels compares: the run's median request, or for runs stored
+            # without their requests' times, its time per completed request.
+            "request_s": p50_ms / 1000 if report.get("total_histogram") and p50_ms else per_request}
 
 
-def too_short_reason(wall: float | None, done: int, stopped_early: bool) -> str | None:
-    """stats.too_short, saying when the run stopped at its time limit (more requests would not help)."""
-    reason = stats.too_short(wall, done)
-    if reason and stopped_early:
-        return f"{reason}, stopped at its time limit: the site is too slow for this level in one run"
-    return reason
+def total_distribution(run: dict) -> Distribution:
+    """Every request's total time of a run (run_figures), in µs; empty for runs stored without it."""
+    histogram = decode_histogram(run.get("total_histogram"))
+    if histogram is None:
+        return Distribution.of([])
+    return Distribution.of_counts((item.value_iterated_to, item.count_at_value_iterated_to)
+                                  for item in histogram.get_recorded_iterator())
 
 
 def cell_summary(runs: list[dict]) -> dict:
     """The repeats of one cell (scheme x level x mode): median and 95 % interval of requests/s, wall
-    time and median latency over the repeats, and whether any repeat was too short to conclude from."""
-    short = sorted((run for run in runs if run["too_short"]), key=lambda run: run["wall_s"] or 0)
-    typical = short[(len(short) - 1) // 2] if short else None   # the median short run speaks for them
+    time and median latency over the repeats, the median of every request's time, and why nothing can
+    be read from a repeat (none completed a request)."""
+    empty = [run for run in runs if run["too_short"]]
+    latency = compare.pooled_median([total_distribution(run) for run in runs])
     return {"repeats": len(runs),
             "requests_per_second": stats.median_interval([run["requests_per_second"] for run in runs]),
             "time_s": stats.median_interval([run["wall_s"] for run in runs]),
             "p50_ms": stats.median_interval([run["p50_ms"] for run in runs]),
-            "too_short": f"{len(short)} of {len(runs)} runs too short ({typical['too_short']})" if short else None,
-            "needed_requests": typical["needed"] if typical else None}
+            "median_ms": None if latency is None else latency / 1000,
+            "too_short": f"{len(empty)} of {len(runs)} runs: {empty[0]['too_short']}" if empty else None}
 
 
 def overhead(http_runs: dict[int, dict], https_runs: dict[int, dict]) -> dict:
-    """TLS overhead at one level from the repeats paired by repeat number (interleaved runs):
-    time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS is
-    faster, with 95 % intervals (stats.paired_change); "too short to conclude" when a run was.
-    Time is compared per completed request: the seeds' "time taken" when both sides did all n
-    requests, and still a fair comparison when a run stopped at its time limit or lost requests."""
+    """TLS overhead at one level from the repeats paired by repeat number (interleaved runs).
+
+    Time: the change in the median of every request's total time, (HTTPS - HTTP) / HTTP, with the
+    interval of compare.median_change (drift between pairs widens it). Runs stored before each run
+    kept its requests' times fall back to the time per completed request of each pair.
+    Requests/s: (HTTP - HTTPS) / HTTP of the end-to-end rates, paired by repeat (stats.paired_change).
+    Both are positive when HTTPS is slower, negative when it is faster."""
     repeats = sorted(set(http_runs) & set(https_runs))
-    time = stats.paired_change([(http_runs[r]["time_per_request_s"], https_runs[r]["time_per_request_s"])
-                                for r in repeats])
+    pairs = [(total_distribution(http_runs[r]), total_distribution(https_runs[r])) for r in repeats]
+    if all(base.n and other.n for base, other in pairs) and pairs:
+        time = compare.median_change(pairs)
+    else:
+        time = stats.paired_change([(http_runs[r]["request_s"], https_runs[r]["request_s"]) for r in repeats])
     rate = stats.negated(stats.paired_change([(http_runs[r]["requests_per_second"],
                                                https_runs[r]["requests_per_second"]) for r in repeats]))
-    if any(run["too_short"] for run in [*http_runs.values(), *https_runs.values()]):
-        time, rate = stats.inconclusive(time), stats.inconclusive(rate)
     return {"time_taken": time, "requests_per_second": rate}
 
 
@@ -370,12 +381,11 @@ def shown_pct(change: dict) -> float | None:
 
 
 def average_row(rows: list[dict]) -> dict:
-    """Geometric mean of the per-level ratios, by repeat, over the levels that concluded."""
-    usable = [row for row in rows if row["time_taken_overhead"]["verdict"] != stats.TOO_SHORT]
-    time = stats.pooled_paired_change(groups_by_repeat(usable, "time_per_request_s"))
+    """Over every level with requests on both sides: per repeat, the geometric mean of the levels' ratios
+    of median request time (and of requests/s), then Student's t over the repeats."""
+    usable = [row for row in rows if row["time_taken_overhead"]["verdict"] != stats.NO_DATA]
+    time = stats.pooled_paired_change(groups_by_repeat(usable, "request_s"))
     rate = stats.negated(stats.pooled_paired_change(groups_by_repeat(usable, "requests_per_second")))
-    if not usable and rows:
-        time, rate = stats.inconclusive(time), stats.inconclusive(rate)
     return {"levels_used": [row["concurrency"] for row in usable],
             "time_taken_overhead": time, "requests_per_second_overhead": rate,
             "time_taken_overhead_pct": shown_pct(time), "requests_per_second_overhead_pct": shown_pct(rate)}

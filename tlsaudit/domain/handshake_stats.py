@@ -4,10 +4,12 @@ Inputs are the plain dicts of workers.load.handshake (histograms are encoded Hdr
 SD is the sample standard deviation (n - 1), as ab and the seed's tables use; it is computed from
 the histogram buckets, so it stays exact under merges (values within 0.1 %, the histogram's 3 digits).
 
-Comparisons (TLS 1.3 vs 1.2, resumed vs full) take the repeats of each cell as the unit: a cell's
-figure per repeat is its median handshake time (p50), cells of one round are paired, and the change
-is signed like every overhead in the product: (TLS 1.3 - TLS 1.2) / TLS 1.2, negative when TLS 1.3
-is faster (tlsaudit.domain.stats.paired_change). Cells stored before repeats count as repeat 0.
+Comparisons (TLS 1.3 vs 1.2, resumed vs full) compare every handshake: the median of all the
+handshakes of one side against the other's, rounds paired, with tlsaudit.domain.compare's interval
+(drift between rounds widens it). The change is signed like every overhead in the product:
+(TLS 1.3 - TLS 1.2) / TLS 1.2, negative when TLS 1.3 is faster, and the two medians shown beside it
+are the ones it compares. Cells stored before repeats count as repeat 0; cells stored without their
+histogram fall back to the rounds' median handshake times (stats.paired_change).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 
 from hdrh.histogram import HdrHistogram
 
-from tlsaudit.domain import stats
+from tlsaudit.domain import compare, stats
 
 PERCENTILES = (50, 95, 99)
 FAMILIES = (("AES-128-GCM", re.compile(r"AES_?128_GCM")), ("AES-256-GCM", re.compile(r"AES_?256_GCM")),
@@ -92,8 +94,8 @@ def run_too_short(cell: dict) -> str | None:
 
 def cell_rows(cells: list[dict]) -> list[dict]:
     """One row per cell (version, suite, agents, mode) over its repeats: handshakes in all, the median
-    [95 % interval] of its repeats' median handshake time and of their end-to-end rates, and whether
-    a repeat was too short to conclude from. Warm-ups and skipped cells are left out."""
+    [95 % interval] of its repeats' median handshake time and of their end-to-end rates, and why nothing
+    can be read from a repeat (none completed). Warm-ups and skipped cells are left out."""
     groups: dict[tuple, list[dict]] = {}
     for cell in cells:
         if not cell.get("warmup") and not cell.get("skipped"):
@@ -109,14 +111,8 @@ def cell_rows(cells: list[dict]) -> list[dict]:
                      "mean_ms": stats.median([c["mean_ms"] for c in timed if c.get("mean_ms") is not None]),
                      "handshakes_per_s": stats.median_interval([c["count"] / c["wall_s"] for c in timed
                                                                 if c.get("wall_s")]),
-                     "too_short": f"{len(reasons)} of {len(timed)} runs too short ({reasons[0]})" if reasons else None,
-                     "needed_per_agent": needed_per_agent(timed) if reasons else None})
+                     "too_short": f"{len(reasons)} of {len(timed)} runs: {reasons[0]}" if reasons else None})
     return rows
-
-
-def needed_per_agent(cells: list[dict]) -> int | None:
-    needs = [(need, c.get("agents") or 1) for c in cells if (need := stats.needed_count(c.get("wall_s"), c["count"]))]
-    return max((-(-need // agents) for need, agents in needs), default=None)
 
 
 def by_round(cells: list[dict]) -> dict[int, float]:
@@ -129,21 +125,43 @@ def by_round(cells: list[dict]) -> dict[int, float]:
 
 
 def paired_rounds(base: list[dict], other: list[dict]) -> tuple[dict, list]:
-    """The change of `other` against `base` over the rounds both ran, and why it cannot conclude."""
+    """The change of `other` against `base` over the rounds both ran (compare.median_change of every
+    handshake of each round's cells), and why a run had nothing to compare."""
+    rounds = sorted({repeat_of(c) for c in base if measured(c)} & {repeat_of(c) for c in other if measured(c)})
+    reasons = [reason for c in base + other if (reason := run_too_short(c))]
+    if all(c.get("histograms") for c in base + other if measured(c)):
+        pairs = [(round_distribution(base, r), round_distribution(other, r)) for r in rounds]
+        return compare.median_change(pairs), reasons
     base_rounds, other_rounds = by_round(base), by_round(other)
-    pairs = [(base_rounds[r], other_rounds[r]) for r in sorted(set(base_rounds) & set(other_rounds))]
-    result = stats.paired_change(pairs)
-    reasons = [reason for c in base + other if measured(c) and (reason := run_too_short(c))]
-    return (stats.inconclusive(result) if reasons and pairs else result), reasons
+    result = stats.paired_change([(base_rounds[r], other_rounds[r]) for r in rounds])
+    return {**result, "base_median": None, "other_median": None}, reasons
+
+
+def round_distribution(cells: list[dict], round_: int) -> compare.Distribution:
+    """Every handshake (µs) of the measured cells of one round."""
+    buckets = []
+    for cell in cells:
+        if measured(cell) and repeat_of(cell) == round_:
+            h = decode(cell["histograms"]["tls"])
+            buckets += [(h.get_highest_equivalent_value(h.get_value_from_index(i)), c)
+                        for i, c in enumerate(h.counts) if c]
+    return compare.Distribution.of_counts(buckets)
+
+
+def side_median_ms(result: dict, key: str, cells: list[dict]) -> float | None:
+    """The median the comparison used (µs -> ms), or the rounds' median p50 for old cells."""
+    if result.get(key) is not None:
+        return ms(result[key])
+    return median_of_rounds(cells)
 
 
 def compare_versions(cells: list[dict]) -> list[dict]:
     """TLS 1.3 vs TLS 1.2 per (suite family, agents), plus one "all" row per agents level.
 
-    Row: family, agents, tls12_p50_ms / tls13_p50_ms (median over rounds of each round's median
-    handshake time), tls13_vs_tls12 (stats change: (1.3 - 1.2) / 1.2, negative = TLS 1.3 faster,
-    95 % interval over the rounds), tls13_vs_tls12_pct (its signed estimate, None when nothing can
-    be shown) and too_short (why not, when a run was too short to conclude from).
+    Row: family, agents, tls12_p50_ms / tls13_p50_ms (the median of every handshake of each side),
+    tls13_vs_tls12 (stats change: (1.3 - 1.2) / 1.2 of those medians, negative = TLS 1.3 faster, 95 %
+    interval with rounds as the unit of drift), tls13_vs_tls12_pct (its signed estimate, None when
+    nothing can be shown) and too_short (why a run had nothing to compare).
     """
     groups: dict[tuple[str, int], dict[str, list[dict]]] = {}
     for cell in cells:
@@ -158,7 +176,8 @@ def compare_versions(cells: list[dict]) -> list[dict]:
         tls12, tls13 = by_version.get("1.2", []), by_version.get("1.3", [])
         result, reasons = paired_rounds(tls12, tls13)
         rows.append({"family": family, "agents": agents,
-                     "tls12_p50_ms": median_of_rounds(tls12), "tls13_p50_ms": median_of_rounds(tls13),
+                     "tls12_p50_ms": side_median_ms(result, "base_median", tls12),
+                     "tls13_p50_ms": side_median_ms(result, "other_median", tls13),
                      "tls13_vs_tls12": result, "tls13_vs_tls12_pct": shown(result),
                      "too_short": reasons[0] if reasons else None})
     return rows
@@ -188,7 +207,8 @@ def compare_resumption(cells: list[dict]) -> list[dict]:
         verdicts = {c.get("resumption") for c in resumed}
         rows.append({"version": version, "suite": suite, "agents": agents,
                      "resumption": next((v for v in ("supported", "unsupported", "unknown") if v in verdicts), None),
-                     "full_p50_ms": median_of_rounds(full), "resumed_p50_ms": median_of_rounds(resumed),
+                     "full_p50_ms": side_median_ms(result, "base_median", full),
+                     "resumed_p50_ms": side_median_ms(result, "other_median", resumed),
                      "resumed_vs_full": result, "resumed_vs_full_pct": shown(result),
                      "too_short": reasons[0] if reasons else None})
     return rows

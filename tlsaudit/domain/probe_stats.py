@@ -2,21 +2,20 @@
 
 Input: the `loads` of workers.browser's result (plain dicts, see workers/browser/spec.py). Medians
 and quartiles use linear interpolation between order statistics (numpy's default, "type 7").
-The increase row is the seed's Table VII: (HTTPS median - HTTP median) / HTTP median x 100, for the
-cold and the warm loads. Cold HTTPS samples flagged `no_connect_phase` (Chromium reported the new
-connection without its TCP/TLS phases) are left out of the `connect` and `tls` statistics only.
+Cold HTTPS samples flagged `no_connect_phase` (Chromium reported the new connection without its
+TCP/TLS phases) are left out of the `connect` and `tls` statistics only.
 
-`increase` gives the same signed comparison with its 95 % interval: each page load is the unit (a
-fresh browser context per cold load), HTTPS and HTTP are two independent samples, and page loads have
-long tails, so the distribution-free Hodges-Lehmann shift of the logs with its Mann-Whitney interval
-(tlsaudit.domain.stats.shift_change): negative when HTTPS is faster, "no significant difference" when
-the interval spans 0. Fewer than MIN_LOADS loads per side cannot reach 95 %: no interval then.
-Pure: no Django, no sockets.
+One definition of "HTTPS vs HTTP", as everywhere in the product (tlsaudit.domain.compare): the
+median of the HTTPS loads against the median of the HTTP loads, (HTTPS - HTTP) / HTTP, positive when
+HTTPS is slower. `increase` gives it per timing metric with its 95 % interval, the loads of run r of
+both variants paired (they ran back to back), so drift between runs widens the interval; one run gives
+no interval. `increase_pct`, the seed's Table VII, is the same figure rounded, plus the counts
+(requests, bytes) as the change of their medians. Pure: no Django, no sockets.
 """
 
 from __future__ import annotations
 
-from tlsaudit.domain import stats
+from tlsaudit.domain import compare
 
 COUNT_METRICS = ("requests", "bytes", "from_cache", "not_modified")
 TIMING_METRICS = ("redirect", "dns", "connect", "tls", "ttfb", "download", "dom_interactive",
@@ -25,7 +24,7 @@ METRICS = COUNT_METRICS + TIMING_METRICS
 CONNECT_PHASES = ("connect", "tls")
 VARIANTS = ("https", "http")
 MODES = ("cold", "warm")
-MIN_LOADS = 4   # per side: 4 vs 4 is the smallest Mann-Whitney interval that reaches 95 % (3 vs 3: 90 %)
+STATS_VERSION = 2   # 2: one definition, compare.median_change (1: Hodges-Lehmann beside a ratio of medians)
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
@@ -85,22 +84,26 @@ def percent_increase(base: float | None, value: float | None) -> float | None:
     return round((value - base) / base * 100.0, 1)
 
 
-def increase_pct(summary: dict) -> dict:
-    """{"cold": {metric: % HTTPS over HTTP}, "warm": {...}} from the medians of `summarize`."""
+def increase_pct(summary: dict, changes: dict) -> dict:
+    """{"cold": {metric: % HTTPS over HTTP}, "warm": {...}}: the timing metrics' `increase` rounded, the
+    counts' change of their medians from `summarize`."""
     result = {}
     for mode in MODES:
         https, http = summary.get(f"https_{mode}"), summary.get(f"http_{mode}")
         row = {}
         if https and http:
-            for metric in METRICS:
+            for metric in COUNT_METRICS:
                 row[metric] = percent_increase(median(http, metric), median(https, metric))
+            for metric in TIMING_METRICS:
+                change = (changes.get(mode) or {}).get(metric)
+                row[metric] = None if change is None or change["pct"] is None else round(change["pct"], 1)
         result[mode] = row
     return result
 
 
 def increase(loads: list[dict]) -> dict:
-    """{"cold": {metric: stats change of HTTPS against HTTP}, "warm": {...}} for the timing metrics that
-    both sides measured (> 0): the signed % with its 95 % interval and verdict over the page loads."""
+    """{"cold": {metric: compare.median_change of HTTPS against HTTP}, "warm": {...}} for the timing
+    metrics both variants measured (> 0), the loads of each run paired."""
     ok = [load for load in loads if load.get("ok", True) and not load.get("warmup")]
     result = {}
     for mode in MODES:
@@ -108,11 +111,20 @@ def increase(loads: list[dict]) -> dict:
         row = {}
         if sides["https"] and sides["http"]:
             for metric in TIMING_METRICS:
-                http, https = metric_values(sides["http"], metric), metric_values(sides["https"], metric)
-                if any(v > 0 for v in http) and any(v > 0 for v in https):
-                    row[metric] = stats.shift_change(http, https)
+                pairs = run_pairs(sides["http"], sides["https"], metric)
+                if pairs:
+                    row[metric] = compare.median_change(pairs)
         result[mode] = row
     return result
+
+
+def run_pairs(http: list[dict], https: list[dict], metric: str) -> list:
+    """(HTTP, HTTPS) values of `metric` per run both variants measured (> 0), as distributions."""
+    runs = sorted({load.get("run", 0) for load in http} & {load.get("run", 0) for load in https})
+    pairs = [(compare.Distribution.of(metric_values([x for x in http if x.get("run", 0) == r], metric)),
+              compare.Distribution.of(metric_values([x for x in https if x.get("run", 0) == r], metric)))
+             for r in runs]
+    return [(a, b) for a, b in pairs if a.n and b.n]
 
 
 def median(cell: dict | None, metric: str) -> float | None:

@@ -30,7 +30,6 @@ def present_run(run) -> dict:
             "steps_done": sum(1 for s in steps if s["status"] == "done"), "charts": charts,
             "chart_data": [{k: v for k, v in c.items() if k != "table"} for c in charts],
             "too_short": [w for c in charts for w in c["warnings"]], "design": run_design(run),
-            "min_run_s": f"{stats.MIN_RUN_S:g}", "min_run_samples": stats.MIN_RUN_SAMPLES,
             "reports": [{**report_rows(e), "slug": f"report-{i + 1}"} for i, e in enumerate(reported(run))]}
 
 
@@ -136,6 +135,14 @@ def load_charts(run, summary: dict, mode: str, entries: list[dict]) -> list[dict
     ]
 
 
+def compared_medians_ms(change: dict, http: dict, https: dict) -> list:
+    """The two medians a time overhead compares (ms): every request's, or each cell's for runs stored
+    before requests' times were kept."""
+    if change.get("base_median") is not None:
+        return [rounded(change["base_median"] / 1000, 3), rounded(change["other_median"] / 1000, 3)]
+    return [rounded(http.get("median_ms"), 3), rounded(https.get("median_ms"), 3)]
+
+
 def median_repeats(entries: list[dict]) -> list[dict]:
     """Per cell (scheme, level), the repeat with the median end-to-end rate: one typical run each."""
     cells: dict[tuple, list[dict]] = {}
@@ -149,10 +156,8 @@ def median_repeats(entries: list[dict]) -> list[dict]:
 
 
 def cell_warnings(prefix: str, cell: dict) -> list[str]:
-    if not cell.get("too_short"):
-        return []
-    need = f"; ask for at least {cell['needed_requests']:,} requests" if cell.get("needed_requests") else ""
-    return [f"{prefix}: too short to conclude — {cell['too_short']}{need}."]
+    """Why a cell has runs with nothing to compare (no request completed)."""
+    return [f"{prefix}: {cell['too_short']}."] if cell.get("too_short") else []
 
 
 def rate_chart(chart_id, title, cell: dict, entry: dict) -> dict:
@@ -188,14 +193,15 @@ def by_level_chart(chart_id, title, unit, levels: list[dict], key: str, digits: 
 
 
 def overhead_chart(chart_id, title, part: dict) -> dict:
-    """The seeds' Tables V-VI, signed: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP,
-    negative when HTTPS is faster, each with its 95 % interval and verdict, then the average row."""
+    """The seeds' Tables V-VI, signed: the median request's time (HTTPS - HTTP) / HTTP beside the two
+    medians it compares, and requests/s (HTTP - HTTPS) / HTTP beside the two rates; negative when HTTPS
+    is faster, each with its 95 % interval and verdict, then the average row."""
     rows, time_bars, rate_bars, time_errors, rate_errors, labels = [], [], [], [], [], []
     for row in part["levels"]:
         http, https = row["http"], row["https"]
         time, rate = row["time_taken_overhead"], row["requests_per_second_overhead"]
         note = "; ".join(f"{s.upper()} {row[s]['too_short']}" for s in SCHEMES if row[s].get("too_short"))
-        rows.append([row["concurrency"], http["repeats"], figure(http["time_s"])[0], figure(https["time_s"])[0],
+        rows.append([row["concurrency"], http["repeats"], *compared_medians_ms(time, http, https),
                      *change_cells(time), figure(http["requests_per_second"], 1)[0],
                      figure(https["requests_per_second"], 1)[0], *change_cells(rate), note])
         labels.append(row["concurrency"])
@@ -208,20 +214,21 @@ def overhead_chart(chart_id, title, part: dict) -> dict:
         used = ", ".join(str(c) for c in average["levels_used"]) or "none"
         time, rate = average["time_taken_overhead"], average["requests_per_second_overhead"]
         rows.append(["average", "", None, None, *change_cells(time), None, None, *change_cells(rate),
-                     f"geometric mean of the levels that concluded (c = {used})"])
+                     f"geometric mean of the levels' ratios of median times, by repeat (c = {used})"])
         labels.append("average")
         time_bars.append(drawn(time))
         rate_bars.append(drawn(rate))
         time_errors.append(drawn_interval(time))
         rate_errors.append(drawn_interval(rate))
-    warnings = [f"c={row['concurrency']}: {stats.TOO_SHORT} ("
+    warnings = [f"c={row['concurrency']}: {stats.NO_DATA} ("
                 f"{'; '.join(row[s]['too_short'] for s in SCHEMES if row[s].get('too_short'))})."
-                for row in part["levels"] if row["time_taken_overhead"]["verdict"] == stats.TOO_SHORT]
-    header = ["concurrency", "repeats", "HTTP time taken s", "HTTPS time taken s", "time taken overhead %",
-              "time 95 % low", "time 95 % high", "time verdict", "HTTP requests/s", "HTTPS requests/s",
+                for row in part["levels"] if row["time_taken_overhead"]["verdict"] == stats.NO_DATA]
+    header = ["concurrency", "repeats", "HTTP median request ms", "HTTPS median request ms",
+              "request time overhead %", "time 95 % low", "time 95 % high", "time verdict", "HTTP requests/s",
+              "HTTPS requests/s",
               "requests/s overhead %", "requests/s 95 % low", "requests/s 95 % high", "requests/s verdict", "note"]
     return chart(chart_id, title, "bar", "concurrency", "overhead % (negative: HTTPS faster)", labels,
-                 [dataset("Time taken overhead %", time_bars, time_errors),
+                 [dataset("Request time overhead %", time_bars, time_errors),
                   dataset("Requests/s overhead %", rate_bars, rate_errors)], header, rows, warnings=warnings)
 
 
@@ -350,9 +357,8 @@ def suite_chart(cells: list[dict]) -> dict:
     rows = [[c["version"], c["suite"], c["agents"], c["mode"], c["repeats"], c["count"], *figure(c["p50_ms"]),
              rounded(c["mean_ms"]), *figure(c["handshakes_per_s"], 1), c["failures"], c["too_short"] or ""]
             for c in sorted(cells, key=lambda c: (c["agents"] or 0, c["mode"], c["version"] or "", str(c["suite"])))]
-    warnings = [f"TLS {c['version']} {c['suite'] or 'default'} ({c['agents']} agents): {stats.TOO_SHORT} — "
-                f"{c['too_short']}" + (f"; ask for at least {c['needed_per_agent']:,} handshakes per agent."
-                                       if c.get("needed_per_agent") else ".") for c in cells if c["too_short"]]
+    warnings = [f"TLS {c['version']} {c['suite'] or 'default'} ({c['agents']} agents): {c['too_short']}."
+                for c in cells if c["too_short"]]
     return chart("handshakes", "Full handshake time per suite, TLS 1.2 vs 1.3 (median over the repeats, 95 % "
                  "interval)", "bar", "suite family (agents)", "ms", labels, datasets,
                  ["TLS", "suite", "agents", "mode", "repeats", "handshakes", "median ms", "95 % low ms",
@@ -381,8 +387,8 @@ def versions_chart(rows_in: list[dict]) -> dict:
     labels = [f"{r['family']} ({r['agents']} agents)" for r in rows_in]
     rows = [[r["family"], r["agents"], r["tls12_p50_ms"], r["tls13_p50_ms"],
              *change_cells(r["tls13_vs_tls12"], side="TLS 1.3"), r.get("too_short") or ""] for r in rows_in]
-    warnings = [f"{label}: {stats.TOO_SHORT} ({r['too_short']})."
-                for label, r in zip(labels, rows_in) if r["tls13_vs_tls12"]["verdict"] == stats.TOO_SHORT]
+    warnings = [f"{label}: {stats.NO_DATA} ({r['too_short']})."
+                for label, r in zip(labels, rows_in) if r["tls13_vs_tls12"]["verdict"] == stats.NO_DATA]
     return chart("versions", "TLS 1.3 vs TLS 1.2: change in median handshake time (negative: TLS 1.3 faster)", "bar",
                  "suite family (agents)", "TLS 1.3 vs 1.2 %", labels,
                  [dataset("TLS 1.3 vs 1.2 %", [drawn(r["tls13_vs_tls12"]) for r in rows_in],

@@ -29,11 +29,10 @@ ACTIVE = (PerfRun.Status.QUEUED, PerfRun.Status.RUNNING)
 DEFAULT_LEVELS = (1, 20, 40, 60, 80, 100)
 DEFAULT_AGENTS_LEVELS = (10, 25, 50)
 DEFAULT_REPEATS = 3          # per cell: the fewest that give a 95 % interval (stats.median_interval)
-# 20 handshakes per agent: a TLS 1.3 cell over a 50 ms round trip lasts ~1.1 s, long enough to conclude
-# (stats.MIN_RUN_S); the seeds' 10 lasted ~0.55 s there.
+# 20 handshakes per agent: a TLS 1.3 cell over a 50 ms round trip lasts ~1.1 s.
 DEFAULT_PER_AGENT = 20
 MAX_REPEATS = 10
-SUMMARY_VERSION = 2          # summaries with repeats, intervals and signed overheads
+SUMMARY_VERSION = 3          # 3: overheads compare every request's time (domain/compare.py)
 CANCEL_POLL_S = 0.5
 
 
@@ -333,8 +332,17 @@ def summary_of(run: PerfRun) -> dict:
 def measured_runs(results: list[dict]) -> list[dict]:
     """The ab-style runs a comparison may use: not warm-ups, not steps cut short by Stop or the deadline."""
     return [{"mode": e["mode"], "level": e["level"], "scheme": e["scheme"], "repeat": e.get("repeat", 0),
-             **abstats.run_figures(e["report"])}
+             **abstats.run_figures(with_request_times(e))}
             for e in results if "report" in e and not e.get("warmup") and not e["result"].get("cancelled")]
+
+
+def with_request_times(entry: dict) -> dict:
+    """The step's report with every request's time: runs stored before reports kept it have it in the
+    engine's result."""
+    report = entry["report"]
+    if report.get("total_histogram"):
+        return report
+    return {**report, "total_histogram": ((entry.get("result") or {}).get("histograms") or {}).get("total")}
 
 
 def sweep_summary(results: list[dict]) -> dict:

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from tlsaudit.core.csvexport import csv_download
-from tlsaudit.domain import roles, stats
+from tlsaudit.domain import roles
 from tlsaudit.domain.applicability import not_applicable_reason
 from tlsaudit.loadtests import plans, presets, services
 from tlsaudit.loadtests import verification as proofs
@@ -32,8 +32,7 @@ def overview_context(org, site, **extra) -> dict:
             "not_applicable": refused, "can_run": roles.can(org.role, RUN_ACTION),
             "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
             "default_per_agent": services.DEFAULT_PER_AGENT,
-            "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_run_s": f"{stats.MIN_RUN_S:g}",
-            "min_run_samples": stats.MIN_RUN_SAMPLES,
+            "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}",
             # The list shows no results: leave the (large) JSON of twenty runs in the database.
             "runs": list(site.perf_runs.select_related("requested_by").defer("params", "progress", "results",
                                                                               "summary")[:20]),

@@ -12,7 +12,7 @@ from collections import Counter
 
 from tlsaudit.domain import stats
 from tlsaudit.domain.round_trips import rtt_note, with_round_trips
-from tlsaudit.probes.services import increase_of
+from tlsaudit.probes.services import increase_of, increase_pct_of
 
 # The four columns of the seed's comparison, in its order.
 COLUMNS = (("http", "cold"), ("https", "cold"), ("http", "warm"), ("https", "warm"))
@@ -149,13 +149,14 @@ CHANGE_METRICS = ("connect", "tls", "ttfb", "dom_content_loaded", "load")
 
 def change_words(change: dict) -> str:
     if change["verdict"] == stats.SINGLE:
-        return "too few loads for a 95 % interval (4 per side)"
+        return "one run: no interval (drift between runs cannot be told from one)"
     return stats.change_words(change)
 
 
 def change_chart(probe) -> dict | None:
-    """HTTPS against HTTP per timing metric, cold and warm: the Hodges-Lehmann estimate of the change
-    over the page loads with its 95 % Mann-Whitney interval (negative: HTTPS faster)."""
+    """HTTPS against HTTP per timing metric, cold and warm: the change of the medians of the loads, runs
+    paired, with its 95 % interval (tlsaudit.domain.compare; negative: HTTPS faster), beside the two
+    medians it compares."""
     increase, summary = increase_of(probe), summary_of(probe)
     modes = [mode for mode in ("cold", "warm") if increase.get(mode)]
     if not modes:
@@ -169,13 +170,21 @@ def change_chart(probe) -> dict | None:
                                        else None for c in changes]})
         for metric, change in zip(labels, changes):
             if change:
-                rows.append([mode, metric.replace("_", " "), median(summary, "http", mode, metric),
-                             median(summary, "https", mode, metric), pct(change["pct"]), pct(change["low_pct"]),
+                rows.append([mode, metric.replace("_", " "), compared(change, "base_median", summary, "http", mode,
+                                                                      metric),
+                             compared(change, "other_median", summary, "https", mode, metric), pct(change["pct"]),
+                             pct(change["low_pct"]),
                              pct(change["high_pct"]), change_words(change), change["n"]])
     return chart("change", "HTTPS vs HTTP per phase, with 95 % intervals over the loads (negative: HTTPS faster)",
                  "bar", "phase", "HTTPS vs HTTP %", [m.replace("_", " ") for m in labels], datasets,
                  ["loads", "metric", "HTTP median ms", "HTTPS median ms", "HTTPS vs HTTP %", "95 % low", "95 % high",
-                  "verdict", "loads per side"], rows)
+                  "verdict", "runs paired"], rows)
+
+
+def compared(change: dict, key: str, summary: dict, variant: str, mode: str, metric: str):
+    """The median a change compared (probes stored before it kept them: the variant's median)."""
+    value = change.get(key)
+    return round(value, 2) if value is not None else median(summary, variant, mode, metric)
 
 
 def latest_https_cold(loads: list[dict]) -> dict | None:
@@ -224,7 +233,7 @@ def page_table(probe) -> dict:
 
 def increase_table(probe) -> dict:
     """HTTPS over HTTP per metric, cold and warm: the seed's Table VII."""
-    increase = (probe.summary or {}).get("increase_pct") or (probe.result or {}).get("increase_pct") or {}
+    increase = increase_pct_of(probe)
     rows = [[mode, *(pct(increase.get(mode, {}).get(metric)) for metric in INCREASE_METRICS)]
             for mode in ("cold", "warm") if increase.get(mode)]
     return {"id": "increase", "title": "Increase % of HTTPS over HTTP",

@@ -175,16 +175,23 @@ def summarise(result: dict) -> dict:
     """Medians and spread per variant x mode, and the increase % HTTPS over HTTP (as the seed's
     Table VII), re-derived from the loads by the pure domain module."""
     loads = [load for load in result.get("loads") or [] if load.get("ok")]
-    summary = probe_stats.summarize(loads)
-    return {"summary": summary, "increase_pct": probe_stats.increase_pct(summary),
-            "increase": probe_stats.increase(loads)}
+    summary, changes = probe_stats.summarize(loads), probe_stats.increase(loads)
+    return {"summary": summary, "increase_pct": probe_stats.increase_pct(summary, changes), "increase": changes,
+            "stats_version": probe_stats.STATS_VERSION}
+
+
+def increase_pct_of(probe: Probe) -> dict:
+    """The seed's Table VII: `increase_of` rounded, with the counts' change; re-derived for old probes."""
+    if (probe.summary or {}).get("stats_version") == probe_stats.STATS_VERSION:
+        return probe.summary["increase_pct"]
+    loads = [load for load in (probe.result or {}).get("loads") or [] if load.get("ok")]
+    return probe_stats.increase_pct(probe_stats.summarize(loads), increase_of(probe)) if loads else {}
 
 
 def increase_of(probe: Probe) -> dict:
     """The signed HTTPS-over-HTTP changes with intervals; derived from the loads for probes stored before them."""
-    stored = (probe.summary or {}).get("increase")
-    if stored is not None:
-        return stored
+    if (probe.summary or {}).get("stats_version") == probe_stats.STATS_VERSION:
+        return probe.summary["increase"]
     return probe_stats.increase([load for load in (probe.result or {}).get("loads") or [] if load.get("ok")])
 
 

@@ -120,8 +120,8 @@ def run_probe(spec: ProbeSpec, *, browser: ProbeBrowser | None = None, cancel: C
             browser.close()
     ok_loads = [load for load in result["loads"] if load["ok"]]
     result["summary"] = summarize(ok_loads)
-    result["increase_pct"] = increase_pct(result["summary"])
     result["increase"] = increase(ok_loads)
+    result["increase_pct"] = increase_pct(result["summary"], result["increase"])
     if result["error"] is None:
         failed = result["variant_errors"]
         if "https" in failed or not ok_loads:

@@ -197,9 +197,8 @@ def render_table(report: dict) -> str:
         suite = c["suite"] or "(none)"
         if c["mode"] == "resumed":
             suite += " [resumed]"
-        short = bool(c["too_short"])
         rows.append((f"TLS {c['version']}", suite, str(c["agents"]), str(c["repeats"]), str(c["count"]),
-                     "too short" if short else fmt(c["p50_ms"]["median"]), "" if short else interval_text(c["p50_ms"]),
+                     fmt(c["p50_ms"]["median"]), interval_text(c["p50_ms"]),
                      fmt(c["mean_ms"]), fmt(c["handshakes_per_s"]["median"], 1), str(c["failures"])))
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(COLUMNS)] if rows else [len(h) for h in
                                                                                                   COLUMNS]
@@ -217,13 +216,12 @@ def render_table(report: dict) -> str:
     notes += [f"  TLS {c['version']}: {c['skipped']}" for c in cells if c.get("skipped")]
     notes += list(dict.fromkeys(f"  TLS {c['version']} resumed: {c['resumption_note']}" for c in cells
                                 if c.get("mode") == "resumed" and c.get("resumption_note")))
-    notes += [f"  TLS {c['version']} {c['suite']} ({c['agents']} agents): too short to conclude, {c['too_short']}"
-              + (f"; use --per-agent {c['needed_per_agent']}" if c.get("needed_per_agent") else "")
+    notes += [f"  TLS {c['version']} {c['suite']} ({c['agents']} agents): nothing measured, {c['too_short']}"
               for c in report["summary"] if c["too_short"]]
     if notes:
         lines += ["", "Failures and notes:", *notes]
     if report["tls13_vs_tls12"]:
-        lines += ["", "TLS 1.3 vs 1.2 (median handshake time; negative = TLS 1.3 faster):"]
+        lines += ["", "TLS 1.3 vs 1.2 (the median of every handshake, rounds paired; negative = TLS 1.3 faster):"]
         lines += [f"  {r['family']:18} agents {r['agents']:>3}: 1.2 {fmt(r['tls12_p50_ms'])} ms, "
                   f"1.3 {fmt(r['tls13_p50_ms'])} ms, "
                   f"{stats.change_text(r['tls13_vs_tls12'], side='TLS 1.3')}" for r in report["tls13_vs_tls12"]]

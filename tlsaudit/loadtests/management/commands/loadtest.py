@@ -143,8 +143,7 @@ def repeats_text(cell: dict, repeats: int) -> str:
             if rate["low"] is not None else f"{rate['median']:.2f} [#/sec]"
         lines.append(f"{f'Over {repeats} repeats:':<24}{figure} (end to end; the report above is the median run)")
     if cell["too_short"]:
-        need = f"; use -n {cell['needed_requests']}" if cell.get("needed_requests") else ""
-        lines.append(f"Too short to conclude:  {cell['too_short']}{need}")
+        lines.append(f"Nothing measured:       {cell['too_short']}")
     return "".join(f"{line}\n" for line in lines)
 
 

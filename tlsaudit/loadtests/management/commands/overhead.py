@@ -5,11 +5,12 @@
 What TLS costs a site, the seeds' way, measured soundly: after a discarded warm-up per side, R rounds
 (default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back
 (each run also stops after -t seconds, default 5, as on the dashboard), the pair's order alternating by round (so drift hits both sides and neither always goes first).
-Per level: the medians over the repeats with 95 % intervals, and the overhead signed, with its
-interval: time (HTTPS - HTTP) / HTTP and requests/s (HTTP - HTTPS) / HTTP, both negative when HTTPS
-is faster; "no significant difference" when the interval spans 0; "too short to conclude" for runs
-under 1 s or 100 requests (tlsaudit.domain.abstats.sweep_summary, tlsaudit.domain.stats). Rates are
-end to end (set-up included); the process's own start-up is reported apart. No worker, no database.
+Per level: the overhead signed, with its 95 % interval: the median of every request's time
+(HTTPS - HTTP) / HTTP, beside the two medians (tlsaudit.domain.compare: drift between the repeats
+widens the interval), and the end-to-end requests/s (HTTP - HTTPS) / HTTP over the repeats; both
+positive when HTTPS is slower; "no significant difference" when the interval spans 0, with the
+interval, so the answer is how large a difference could be. Rates are end to end (set-up included);
+the process's own start-up is reported apart. No worker, no database.
 Exit 0 when the sweep ran, 2 on bad arguments, when a side could not connect at all or failed its
 pre-flight, or when a run stalled or the sweep was not done by its deadline (as `loadtest`).
 """
@@ -249,14 +250,17 @@ def sweep_json(plan: dict, ip: str, runs: list[dict], part: dict, startup: float
                       **side_json(r["report"])} for r in runs]}
 
 
+def fmt_us(value) -> str:
+    """A median kept in µs, shown in ms."""
+    return "-" if value is None else f"{value / 1000:.3f}"
+
+
 def fmt(value, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
 def median_text(cell: dict, key: str, digits: int) -> str:
-    """"12.345 [11.9, 12.8]" (median and 95 % interval), or "too short" when the cell cannot conclude."""
-    if cell.get("too_short"):
-        return "too short"
+    """"12.345 [11.9, 12.8]" (median and 95 % interval over the repeats)."""
     estimate = cell[key]
     if estimate["low"] is None:
         return fmt(estimate["median"], digits)
@@ -269,12 +273,15 @@ def render(plan: dict, ip: str, part: dict, startup: float | None) -> str:
     lines = [f"TLS overhead for {plan['host']} ({ip}): HTTP :{plan['http_port']} vs HTTPS :{plan['https_port']}, "
              f"{plan['path']}, {plan['requests']} requests per run, {mode}",
              f"{repeats} repeat{'s' if repeats > 1 else ''} per level after a discarded warm-up, HTTP and HTTPS back "
-             "to back (order alternating); medians [95 % interval]; overhead negative = HTTPS faster", ""]
-    header = ("c", "HTTP time s", "HTTPS time s", "time overhead", "HTTP req/s", "HTTPS req/s", "req/s overhead")
+             "to back (order alternating); [95 % interval]. Time: the median of every request, HTTPS vs HTTP; "
+             "req/s: end to end, median of the repeats. Overhead positive = HTTPS slower", ""]
+    header = ("c", "HTTP median ms", "HTTPS median ms", "time overhead", "HTTP req/s", "HTTPS req/s",
+              "req/s overhead")
     rows = [header]
     for row in part["levels"]:
-        rows.append((str(row["concurrency"]), median_text(row["http"], "time_s", 3),
-                     median_text(row["https"], "time_s", 3), stats.change_text(row["time_taken_overhead"]),
+        time = row["time_taken_overhead"]
+        rows.append((str(row["concurrency"]), fmt_us(time.get("base_median")), fmt_us(time.get("other_median")),
+                     stats.change_text(time),
                      median_text(row["http"], "requests_per_second", 1),
                      median_text(row["https"], "requests_per_second", 1),
                      stats.change_text(row["requests_per_second_overhead"])))
@@ -288,11 +295,8 @@ def render(plan: dict, ip: str, part: dict, startup: float | None) -> str:
     short = [(row["concurrency"], scheme, row[scheme]) for row in part["levels"] for scheme in SCHEMES
              if row[scheme].get("too_short")]
     if short:
-        lines += ["", f"Too short to conclude (a run under {stats.MIN_RUN_S:g} s or {stats.MIN_RUN_SAMPLES} "
-                      "requests is mostly start-up and scheduler noise):"]
-        lines += [f"  c={c} {scheme.upper()}: {cell['too_short']}"
-                  + (f"; use -n {cell['needed_requests']}" if cell.get("needed_requests") else "")
-                  for c, scheme, cell in short]
+        lines += ["", "Nothing to compare (no request completed; see the errors above):"]
+        lines += [f"  c={c} {scheme.upper()}: {cell['too_short']}" for c, scheme, cell in short]
     if startup is not None:
         lines += ["", startup_line(startup)]
     return "\n".join(lines) + "\n"

@@ -181,8 +181,9 @@ def render_text(result: dict) -> str:
     for mode, row in (result.get("increase") or {}).items():
         for metric in ("tls", "ttfb", "load"):
             if metric in row:
-                lines.append(f"HTTPS vs HTTP, {mode} {metric} over the loads: "
-                             f"{change_text(row[metric])}")
+                change = row[metric]
+                lines.append(f"HTTPS vs HTTP, {mode} {metric} (median of the loads, HTTP {fmt(change['base_median'])} "
+                             f"ms, HTTPS {fmt(change['other_median'])} ms): {change_text(change)}")
     for variant, error in result["variant_errors"].items():
         lines.append(f"{variant} failed: {error['message']}")
     if result.get("startup_s") is not None:
