@@ -34,8 +34,7 @@ def covers(result: dict) -> bool:
 
 
 @pytest.mark.parametrize("pairs,requests,run_drift,pair_drift", [
-    (2, 300, 0.0, 0.0),       # the fewest pairs that give an interval
-    (3, 300, 0.0, 0.0),       # a quiet machine
+    (3, 300, 0.0, 0.0),       # the fewest pairs that give an interval; a quiet machine
     (3, 300, 0.10, 0.05),     # runs drifting by ~10 %
     (5, 300, 0.0, 0.0),
     (5, 1000, 0.20, 0.10),    # heavy drift: the interval must widen, not lie
@@ -47,6 +46,14 @@ def test_the_95_interval_covers_the_true_change_in_93_to_97_percent_of_experimen
     results = [experiment(rng, pairs, requests, run_drift, pair_drift) for _ in range(800)]
     coverage = sum(covers(r) for r in results) / len(results)
     assert 0.93 <= coverage <= 0.97, coverage
+
+
+def test_an_interval_too_wide_to_tell_says_what_would():
+    wide = {"verdict": stats.NO_DIFFERENCE, "pct": 40.0, "low_pct": -80.0, "high_pct": 900.0}
+    assert stats.change_text(wide) == ("no significant difference (95 % interval -80.0 … +900.0 %): the runs "
+                                       "disagree, more repeats or longer runs would tell")
+    narrow = {**wide, "low_pct": -3.0, "high_pct": 5.0}
+    assert stats.change_text(narrow) == "no significant difference (95 % interval -3.0 … +5.0 %)"
 
 
 def test_drift_between_runs_widens_the_interval():
@@ -88,6 +95,14 @@ def test_one_pair_gives_the_change_and_says_it_has_no_interval():
     assert result["verdict"] == stats.SINGLE and result["n"] == 1
 
 
+def test_two_pairs_give_the_change_without_an_interval_that_would_say_nothing():
+    pairs = [(Distribution.of([100, 110, 120]), Distribution.of([150, 160, 170])),
+             (Distribution.of([100, 105, 130]), Distribution.of([300, 310, 320]))]
+    result = median_change(pairs)
+    assert result["verdict"] == stats.FEW_RUNS and result["low_pct"] is None and result["n"] == 2
+    assert stats.change_text(result) == "+118.6 % (too few runs for an interval: 3 or more repeats give one)"
+
+
 def test_runs_with_nothing_measured_are_left_out_and_nothing_at_all_is_no_data():
     empty = Distribution.of([])
     assert median_change([(empty, Distribution.of([5]))])["verdict"] == stats.NO_DATA
@@ -111,3 +126,10 @@ def test_an_hdr_histograms_buckets_give_the_same_median_as_its_exact_values():
     buckets = Distribution.of_counts((item.value_iterated_to, item.count_at_value_iterated_to)
                                      for item in histogram.get_recorded_iterator())
     assert buckets.median() == pytest.approx(float(np.median(values)), rel=2e-3)
+
+
+def test_medians_a_histogram_bucket_apart_are_no_difference():
+    # keep-alive over 150 ms: 150.40 ms against 150.14 ms in every pair, a bucket of 3 significant digits
+    pairs = [(Distribution.of([150_400] * 50), Distribution.of([150_140] * 50)) for _ in range(3)]
+    result = median_change(pairs)
+    assert result["verdict"] == stats.NO_DIFFERENCE and result["low_pct"] < 0 < result["high_pct"]

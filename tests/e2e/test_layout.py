@@ -130,9 +130,13 @@ def check_fits(page, name: str, width: int) -> list[str]:
             problems.append(f"{name} @ {width}px: navigation '{link['text']}' is off the bar ({link})")
     if facts["steps"]:
         problems.append(f"{name} @ {width}px: steps wider than their line: {facts['steps']}")
+    # An interval wider than the axis is cut at the plot's edge with an arrow (its values in the tooltip);
+    # one drawn past the edge, or cut without an arrow, is a problem.
     clipped = page.evaluate("() => window.tlsauditClippedErrorBars || []")
-    if clipped:
-        problems.append(f"{name} @ {width}px: error bars drawn above the plot: {clipped}")
+    outside = [c for c in clipped if c["top"] < c["area"][0] - 1 or c["bottom"] > c["area"][1] + 1
+               or not any(c["arrows"])]
+    if outside:
+        problems.append(f"{name} @ {width}px: error bars drawn outside the plot: {outside}")
     return problems
 
 

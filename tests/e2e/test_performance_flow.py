@@ -66,3 +66,49 @@ def test_a_sweep_shows_progress_then_every_chart(page, start_worker_on, alice, v
     expect(page.locator("body")).to_contain_text("overhead")
     assert errors == []
     page.screenshot(path=str(screenshot_dir / "performance-sweep.png"), full_page=True)
+
+
+ANSWERS = ("higher", "lower", "no significant difference")
+
+
+def figures_of(run) -> list[dict]:
+    """Every HTTPS vs HTTP (TLS 1.3 vs 1.2) change of a finished run."""
+    from tlsaudit.loadtests.services import summary_of
+
+    summary = summary_of(run)
+    if run.kind == "sweep":
+        return [row["time_taken_overhead"] for mode, part in summary.items() if mode != "stats_version"
+                for row in part["levels"]]
+    if run.kind == "handshakes":
+        return [row["tls13_vs_tls12"] for row in summary["versions"]]
+    return []
+
+
+def test_every_preset_finishes_within_the_time_it_shows_and_answers(page, start_worker_on, alice,
+                                                                     verified_lab_site):
+    # A new organization's caps, the buttons a new user sees, pressed one after another on the lab
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    log_in(page, alice)
+    from django.urls import reverse
+
+    overview = reverse("loadtests:overview", args=[verified_lab_site.organization.slug, verified_lab_site.pk])
+    page.goto(overview)
+    count = page.locator("[data-testid^=preset-]:is(form)").count()
+    assert count == 7 and page.locator("[data-testid$=-refused]").count() == 0
+    start_worker_on(("load",), concurrency=4)
+    for number in range(1, count + 1):
+        page.goto(overview)
+        preset = page.get_by_test_id(f"preset-{number}")
+        bound = float(preset.get_by_test_id(f"preset-{number}-bound").inner_text().strip("≤ s"))
+        preset.get_by_role("button").click()
+        expect(page).to_have_url(re.compile(r"/performance/runs/\d+/$"))
+        expect(page.get_by_test_id("run-done")).to_be_visible(timeout=(bound + 60) * 1000)
+        run = PerfRun.objects.filter(site=verified_lab_site).latest("pk")
+        assert run.status == "done", run.error_message
+        took = (run.finished_at - run.started_at).total_seconds()
+        assert took <= bound, (run.kind, took, bound)
+        verdicts = [change["verdict"] for change in figures_of(run)]
+        assert all(v in ANSWERS for v in verdicts), (run.kind, verdicts)
+        assert "too short" not in page.content()
+    assert errors == []

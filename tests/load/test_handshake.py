@@ -238,3 +238,12 @@ def test_a_server_that_never_answers_the_client_hello_is_a_timeout():
     assert result["failures"] == {"timeout": 4}
     assert (result["count"], result["cancelled"]) == (0, False)
     assert elapsed < 2.5, "two rounds of 0.3 s deadlines (checked every 50 ms), not a hang"
+
+
+def test_a_cell_sized_by_time_ends_at_its_limit_whole_not_stopped(tls_lab):
+    # like ab -t: a handshake count far beyond what fits, a limit of 0.5 s: the run ends there, complete
+    result = run_handshakes(spec_for(tls_lab, NOT_RESUMING, version="1.3", agents=2, per_agent=100_000,
+                                     time_limit_s=0.5))
+    assert result["cancelled"] is False and result["stalled"] is False
+    assert result["count"] > 10 and result["count"] < 200_000
+    assert 0.5 <= result["wall_s"] < 3

@@ -161,14 +161,67 @@ def test_the_site_page_has_security_and_performance_tabs(login, alice, org_a, si
     assert 'data-testid="grade-badge"' in page and 'data-testid="audit-now"' in page
 
 
-def test_presets_respect_the_caps(login, alice, org_a, site_a):
+def test_presets_fit_the_caps_show_their_bound_or_say_why_they_cannot(login, alice, org_a, site_a):
+    from django.http import QueryDict
+
+    from tlsaudit.loadtests import plans, presets
+    from tlsaudit.loadtests.views import params_from_post
+
     verify(site_a)
-    LoadLimits.objects.create(organization=org_a, max_concurrency=30, max_requests_per_run=200, max_duration_s=30,
-                              runs_per_day=5)
+    limits = LoadLimits.objects.create(organization=org_a, max_concurrency=30, max_requests_per_run=200,
+                                       max_duration_s=30, runs_per_day=5)
     page = login(alice).get(reverse("loadtests:overview", args=[org_a.slug, site_a.pk])).content.decode()
     assert "HTTPS: 100 requests, concurrency 20" in page and "HTTPS: 200 requests, concurrency 30" in page
-    assert 'value="1,20"' in page          # the seed's levels, capped at 30
-    assert "Handshakes 10 agents × 20" in page   # 20 per agent: a TLS 1.3 cell lasts ~1 s over 50 ms
+    offered = presets.presets_within(limits)
+    for number, preset in enumerate(offered, start=1):
+        if preset["refused"]:
+            # shown disabled, with the reason, never started to fail at its cap
+            assert f'data-testid="preset-{number}-refused"' in page and "maximum duration of 30 s" in page
+            continue
+        post = QueryDict(mutable=True)
+        for name, value in preset["fields"]:
+            post.appendlist(name, str(value))
+        params = services.validate_params(preset["kind"], params_from_post(preset["kind"], post))
+        services.check_caps(preset["kind"], params, limits)      # the button's plan passes every cap
+        assert plans.bound_s(preset["kind"], params) == preset["bound_s"] <= 30
+        assert f"≤ {preset['bound_s']:.0f} s" in page
+    sweeps = [p for p in offered if p["kind"] == "sweep"]
+    assert ("levels", "1,20") in sweeps[0]["fields"]     # the seed's levels up to 40, capped at 30: c=1 kept
+    assert [p["refused"] is None for p in offered].count(True) >= 5   # the 4 ab-style ones and the quick sweep
+
+
+def test_a_plan_that_could_outlast_the_maximum_duration_is_refused_before_it_starts(org_a, site_a):
+    verify(site_a)
+    LoadLimits.objects.create(organization=org_a, max_concurrency=100, max_requests_per_run=5000,
+                              max_duration_s=60, runs_per_day=5)
+    with pytest.raises(services.RunRefused) as refused:
+        services.queue_run(site_a, "sweep", {"levels": "1,20,40,60", "modes": ["new", "keepalive"], "requests": 500,
+                                             "repeats": 3, "seconds": 5})
+    assert refused.value.code == "cap_duration"
+    # 4 warm-ups + 3 rounds x 4 levels x 2 modes x 2 schemes = 52 runs: 5 s + 52 x (5 + 0.6) s
+    assert refused.value.message.startswith("This plan can take up to 296 s (52 runs of at most 5 s each, plus "
+                                            "set-up): above Agency A's maximum duration of 60 s per run.")
+    # 0.46 s per run would be below the shortest a run may be: the words say what else would fit
+    assert refused.value.message.endswith("Fewer levels, suites, agents levels or repeats would fit.")
+    shorter = services.validate_params("sweep", {"levels": "1,20", "modes": ["new"], "requests": 500, "seconds": 5})
+    with pytest.raises(services.RunRefused) as refused:
+        services.check_caps("sweep", shorter, LoadLimits.for_org(org_a))
+    assert refused.value.message.endswith("At most 3.3 s per run would fit.")   # (60 - 5) / 14 runs - 0.6
+    assert not PerfRun.objects.filter(site=site_a).exists()
+
+
+def test_without_seconds_a_run_gets_the_longest_that_fits(org_a, site_a):
+    verify(site_a)
+    limits = LoadLimits.objects.create(organization=org_a, max_concurrency=100, max_requests_per_run=5000,
+                                       max_duration_s=120, runs_per_day=5)
+    params = services.validate_params("sweep", {"levels": "1,20,40", "modes": ["new"], "requests": 500})
+    fitted = services.fitted_seconds("sweep", params, limits.max_duration_s)
+    assert fitted["seconds"] == 5.0                       # 3 levels x 2 x 3 + 2 warm-ups: 20 x 5.6 + 5 = 117 s
+    wider = services.validate_params("sweep", {"levels": "1,20,40,60,80,100", "requests": 500})
+    # none fits (76 runs x 1.6 s + 5 s = 127 s): the shortest, and check_caps says so before it starts
+    assert services.fitted_seconds("sweep", wider, limits.max_duration_s)["seconds"] == 1.0
+    with pytest.raises(services.RunRefused, match="cap_duration|up to 127 s"):
+        services.queue_run(site_a, "sweep", {"levels": "1,20,40,60,80,100", "requests": 500})
 
 
 def test_the_reaper_ends_runs_whose_worker_vanished_and_frees_their_locks(site_a, org_a):

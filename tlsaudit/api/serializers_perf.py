@@ -10,13 +10,14 @@ from rest_framework import serializers
 from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.links import object_url
 from tlsaudit.loadtests.models import PerfRun
+from tlsaudit.loadtests.plans import FITTING_SECONDS, MAX_RUN_SECONDS, MIN_RUN_SECONDS
 from tlsaudit.loadtests.presenters import PERCENTAGES, charts_for, percentage
 from tlsaudit.loadtests.services import DEFAULT_REPEATS, MAX_REPEATS, summary_of
 
 MAX_LEVELS = 20
 MAX_SUITES = 20
-LOAD_FIELDS = ("scheme", "requests", "concurrency", "keepalive", "path", "timeout_s", "repeats")
-SWEEP_FIELDS = ("levels", "requests", "modes", "path", "repeats")
+LOAD_FIELDS = ("scheme", "requests", "concurrency", "keepalive", "path", "timeout_s", "repeats", "seconds")
+SWEEP_FIELDS = ("levels", "requests", "modes", "path", "repeats", "seconds")
 # Heavy JSON columns a list never reads.
 HEAVY_COLUMNS = ("results", "summary", "progress")
 
@@ -134,6 +135,11 @@ class LoadRunRequestSerializer(serializers.Serializer):
     repeats = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPEATS,
                                        help_text=f"Runs per cell after a discarded warm-up (default {DEFAULT_REPEATS}): "
                                                  "the unit of the medians and 95 % intervals.")
+    seconds = serializers.FloatField(required=False, min_value=MIN_RUN_SECONDS, max_value=MAX_RUN_SECONDS,
+                                     help_text=f"How long each run lasts at most (ab -t); requests are only its cap. "
+                                               f"Default: the longest of {', '.join(f'{s:g}' for s in FITTING_SECONDS)} "
+                                               "s whose plan fits the organization's maximum duration; a plan that "
+                                               "cannot fit is refused (cap_duration) before it starts.")
 
     def validate(self, attrs):
         allowed = LOAD_FIELDS if attrs["kind"] == "load" else SWEEP_FIELDS
@@ -166,6 +172,11 @@ class HandshakeRunRequestSerializer(serializers.Serializer):
     repeats = serializers.IntegerField(required=False, min_value=1, max_value=MAX_REPEATS,
                                        help_text=f"Rounds of every cell after a discarded warm-up (default "
                                                  f"{DEFAULT_REPEATS}).")
+    seconds = serializers.FloatField(required=False, min_value=MIN_RUN_SECONDS, max_value=MAX_RUN_SECONDS,
+                                     help_text=f"How long each run lasts at most (ab -t); requests are only its cap. "
+                                               f"Default: the longest of {', '.join(f'{s:g}' for s in FITTING_SECONDS)} "
+                                               "s whose plan fits the organization's maximum duration; a plan that "
+                                               "cannot fit is refused (cap_duration) before it starts.")
 
 
 def run_params(validated: dict) -> dict:

@@ -38,6 +38,8 @@ MW_EXACT_MAX = 50                # exact Mann-Whitney distribution below this ma
 # What a comparison concluded (`Change["verdict"]`).
 HIGHER, LOWER, NO_DIFFERENCE = "higher", "lower", "no significant difference"
 SINGLE, NO_DATA, TOO_SHORT = "single run, no interval", "no data", "too short to conclude"
+FEW_RUNS = "too few runs for an interval"     # 2 pairs: t with 1 degree of freedom (x 12.7) says nothing
+WIDE_PCT = 100     # an interval wider than this many points of % is said to be too wide to tell
 
 
 # --- basics ----------------------------------------------------------------------------------
@@ -327,7 +329,12 @@ def change_text(result: dict, **words) -> str:
     if result["verdict"] in (TOO_SHORT, NO_DATA):
         return change_words(result, **words)
     if result["verdict"] == NO_DIFFERENCE:
-        return f"{NO_DIFFERENCE} (95 % interval {result['low_pct']:+.1f} … {result['high_pct']:+.1f} %)"
+        text = f"{NO_DIFFERENCE} (95 % interval {result['low_pct']:+.1f} … {result['high_pct']:+.1f} %)"
+        if result["high_pct"] - result["low_pct"] > WIDE_PCT:
+            text += ": the runs disagree, more repeats or longer runs would tell"
+        return text
+    if result["verdict"] == FEW_RUNS:
+        return f"{result['pct']:+.1f} % ({FEW_RUNS}: 3 or more repeats give one)"
     number = f"{result['pct']:+.1f} %"
     if result["low_pct"] is not None:
         number += f" [{result['low_pct']:+.1f}, {result['high_pct']:+.1f}]"

@@ -17,10 +17,20 @@ from __future__ import annotations
 
 MODES = {"new": "new connection per request", "keepalive": "keep-alive"}
 SCHEMES = ("http", "https")
-# Each ab-style run stops at n requests or after this long, whichever comes first (ab -n N -t S): on a
-# slow site a low concurrency level would otherwise take minutes per repeat (n=500 at c=1 over a
-# 50 ms link is ~100 s). A run stopped early keeps what it measured; too few requests say so.
-RUN_TIME_LIMIT_S = 5.0
+# Every run (an ab-style run or a handshake cell) stops after `seconds` or at its request (handshake)
+# count, whichever comes first, like ab -t / wrk -d with -n as a cap: a plan's length is known before it
+# starts, whatever the site's speed. A run stopped early keeps what it measured.
+RUN_TIME_LIMIT_S = 5.0               # the default seconds per run
+MIN_RUN_SECONDS, MAX_RUN_SECONDS = 0.5, 30.0
+FITTING_SECONDS = (5.0, 3.0, 2.0, 1.5, 1.0)   # tried in turn when a run asks for none (API defaults)
+# Measured around each run on the shipped stack (bench/plan_bound.py): agents dispatched over Redis, their
+# results merged and stored, in-flight requests finishing after the limit; and once per run the
+# pre-flight, target locks and (handshakes) the suite probes.
+STEP_OVERHEAD_S = 0.6
+RUN_OVERHEAD_S = 5.0
+# A handshake plan's cells depend on the suites the server accepts, probed when the run starts: before
+# it, the bound assumes every candidate (TLS 1.2: 6 ECDHE suites, RSA and ECDSA; TLS 1.3: 3).
+WORST_CASE_SUITES = {"1.2": 6, "1.3": 3}
 WARMUP_REQUESTS = 50        # per mode and scheme
 WARMUP_CONCURRENCY = 10
 WARMUP_AGENTS, WARMUP_PER_AGENT = 2, 5   # per version
@@ -59,39 +69,41 @@ def which_run(repeat: int | None, repeats: int) -> str:
 
 
 def load_step(scheme: str, port: int, level: int, mode: str, requests: int, path: str, repeat: int | None = 0,
-              repeats: int = 1) -> dict:
+              repeats: int = 1, seconds: float = RUN_TIME_LIMIT_S) -> dict:
     """One ab-style run; `repeat` None is a warm-up."""
     return {"engine": "load", "scheme": scheme, "port": port, "level": level, "mode": mode, "requests": requests,
             "path": path, "work": requests, "repeat": repeat or 0, "warmup": repeat is None,
-            "time_limit_s": RUN_TIME_LIMIT_S,
+            "time_limit_s": seconds,
             "label": f"{scheme.upper()} c={level} n={requests} ({MODES[mode]}){which_run(repeat, repeats)}"}
 
 
 def warmup_steps(schemes, ports: dict[str, int], levels: list[int], modes: list[str], requests: int,
-                 path: str) -> list[dict]:
+                 path: str, seconds: float = RUN_TIME_LIMIT_S) -> list[dict]:
     concurrency = min(max(levels), WARMUP_CONCURRENCY)
     count = max(concurrency, min(requests, WARMUP_REQUESTS))
-    return [load_step(scheme, ports[scheme], concurrency, mode, count, path, repeat=None)
+    return [load_step(scheme, ports[scheme], concurrency, mode, count, path, repeat=None, seconds=seconds)
             for mode in modes for scheme in schemes]
 
 
 def load_steps(params: dict, ports: dict[str, int]) -> list[dict]:
     scheme, mode = params["scheme"], "keepalive" if params["keepalive"] else "new"
-    repeats = params.get("repeats", 1)
-    warmups = warmup_steps([scheme], ports, [params["concurrency"]], [mode], params["requests"], params["path"])
+    repeats, seconds = params.get("repeats", 1), params.get("seconds", RUN_TIME_LIMIT_S)
+    warmups = warmup_steps([scheme], ports, [params["concurrency"]], [mode], params["requests"], params["path"],
+                           seconds)
     return warmups + [load_step(scheme, ports[scheme], params["concurrency"], mode, params["requests"],
-                                params["path"], repeat=r, repeats=repeats) for r in range(repeats)]
+                                params["path"], repeat=r, repeats=repeats, seconds=seconds) for r in range(repeats)]
 
 
 def sweep_steps(params: dict, ports: dict[str, int]) -> list[dict]:
     """Warm-ups, then per round: every level and mode, HTTP and HTTPS back to back (order alternating)."""
-    repeats = params.get("repeats", 1)
-    steps = warmup_steps(SCHEMES, ports, params["levels"], params["modes"], params["requests"], params["path"])
+    repeats, seconds = params.get("repeats", 1), params.get("seconds", RUN_TIME_LIMIT_S)
+    steps = warmup_steps(SCHEMES, ports, params["levels"], params["modes"], params["requests"], params["path"],
+                         seconds)
     for r in range(repeats):
         for level in params["levels"]:
             for mode in params["modes"]:
                 steps += [load_step(scheme, ports[scheme], level, mode, params["requests"], params["path"],
-                                    repeat=r, repeats=repeats) for scheme in in_order(SCHEMES, r)]
+                                    repeat=r, repeats=repeats, seconds=seconds) for scheme in in_order(SCHEMES, r)]
     return steps
 
 
@@ -102,27 +114,31 @@ def handshake_steps(params: dict, suites_by_version: dict[str, list[str]]) -> li
     gets no cell; a version not in the dict, the server's default."""
     versions = [v for v in params["versions"] if suites_by_version.get(v, [None])]
     repeats, first_level = params.get("repeats", 1), params["agents_levels"][0]
+    seconds = params.get("seconds", RUN_TIME_LIMIT_S)
     steps = [handshake_step(v, suites_by_version.get(v, [None])[0], min(WARMUP_AGENTS, first_level),
-                            min(WARMUP_PER_AGENT, params["per_agent"]), resume=False, repeat=None)
+                            min(WARMUP_PER_AGENT, params["per_agent"]), resume=False, repeat=None, seconds=seconds)
              for v in versions]
     for r in range(repeats):
         order = in_order(versions, r)
         for agents in params["agents_levels"]:
             for version in order:
                 for suite in suites_by_version.get(version, [None]):
-                    steps.append(handshake_step(version, suite, agents, params["per_agent"], False, r, repeats))
+                    steps.append(handshake_step(version, suite, agents, params["per_agent"], False, r, repeats,
+                                                seconds))
         if params.get("resume"):
             for version in order:
                 suite = suites_by_version.get(version, [None])[0]
-                steps.append(handshake_step(version, suite, first_level, params["per_agent"], True, r, repeats))
+                steps.append(handshake_step(version, suite, first_level, params["per_agent"], True, r, repeats,
+                                            seconds))
     return steps
 
 
 def handshake_step(version: str, suite: str | None, agents: int, per_agent: int, resume: bool,
-                   repeat: int | None = 0, repeats: int = 1) -> dict:
+                   repeat: int | None = 0, repeats: int = 1, seconds: float = RUN_TIME_LIMIT_S) -> dict:
     what = "resumed" if resume else "full"
     return {"engine": "handshake", "version": version, "suite": suite, "agents": agents, "per_agent": per_agent,
             "resume": resume, "work": agents * per_agent, "repeat": repeat or 0, "warmup": repeat is None,
+            "time_limit_s": seconds,
             "label": f"TLS {version} {suite or 'default suite'}, {agents} agents × {per_agent} ({what})"
                      f"{which_run(repeat, repeats)}"}
 
@@ -134,3 +150,22 @@ def agent_shares(step: dict, agents: int) -> list[dict]:
         requests = split(step["requests"], len(concurrency))
         return [{"concurrency": c, "requests": n} for c, n in zip(concurrency, requests)]
     return [{"agents": a} for a in split(step["agents"], agents)]
+
+
+# --- how long a plan can take, before it starts ------------------------------------------------------
+
+def steps_of(kind: str, params: dict) -> list[dict]:
+    """The steps a run of `kind` will take (handshakes: with every candidate suite the server may accept)."""
+    ports = {"http": 80, "https": 443}   # only the steps' count and limits matter here
+    if kind == "load":
+        return load_steps(params, ports)
+    if kind == "sweep":
+        return sweep_steps(params, ports)
+    worst = {v: list(params["suites"]) or [f"suite {i + 1}" for i in range(WORST_CASE_SUITES[v])]
+             for v in params["versions"]}
+    return handshake_steps(params, worst)
+
+
+def bound_s(kind: str, params: dict) -> float:
+    """The longest the run can take: set-up, then every step's time limit and its overhead."""
+    return RUN_OVERHEAD_S + sum(step["time_limit_s"] + STEP_OVERHEAD_S for step in steps_of(kind, params))

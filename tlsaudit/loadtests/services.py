@@ -74,6 +74,13 @@ def int_list(raw: dict, name: str, default) -> list[int]:
     return numbers
 
 
+def seconds_of(raw: dict) -> float:
+    value = float(raw.get("seconds", plans.RUN_TIME_LIMIT_S))
+    if not plans.MIN_RUN_SECONDS <= value <= plans.MAX_RUN_SECONDS:
+        raise ValueError(f"seconds must be between {plans.MIN_RUN_SECONDS:g} and {plans.MAX_RUN_SECONDS:g}.")
+    return value
+
+
 def repeats_of(raw: dict) -> int:
     value = positive(raw, "repeats", DEFAULT_REPEATS)
     if value > MAX_REPEATS:
@@ -91,7 +98,8 @@ def clean_path(raw: dict) -> str:
 def validate_load(raw: dict) -> dict:
     params = {"scheme": str(raw.get("scheme", "https")), "requests": positive(raw, "requests", 100),
               "concurrency": positive(raw, "concurrency", 1), "keepalive": bool(raw.get("keepalive", False)),
-              "path": clean_path(raw), "timeout_s": float(raw.get("timeout_s", 10)), "repeats": repeats_of(raw)}
+              "path": clean_path(raw), "timeout_s": float(raw.get("timeout_s", 10)), "repeats": repeats_of(raw),
+              "seconds": seconds_of(raw)}
     if params["scheme"] not in ("http", "https"):
         raise ValueError("scheme must be http or https.")
     if params["concurrency"] > params["requests"]:
@@ -108,7 +116,7 @@ def validate_sweep(raw: dict) -> dict:
         raise ValueError("modes must be new and/or keepalive.")
     params = {"levels": int_list(raw, "levels", DEFAULT_LEVELS), "requests": positive(raw, "requests", 500),
               "modes": [m for m in ("new", "keepalive") if m in modes], "path": clean_path(raw),
-              "repeats": repeats_of(raw)}
+              "repeats": repeats_of(raw), "seconds": seconds_of(raw)}
     if params["levels"][-1] > params["requests"]:
         raise ValueError("each level's concurrency cannot exceed the requests per level.")
     return params
@@ -123,7 +131,7 @@ def validate_handshakes(raw: dict) -> dict:
     return {"versions": [v for v in ("1.2", "1.3") if v in versions],
             "agents_levels": int_list(raw, "agents_levels", DEFAULT_AGENTS_LEVELS),
             "per_agent": positive(raw, "per_agent", DEFAULT_PER_AGENT), "resume": bool(raw.get("resume", False)),
-            "suites": [str(s) for s in suites], "repeats": repeats_of(raw)}
+            "suites": [str(s) for s in suites], "repeats": repeats_of(raw), "seconds": seconds_of(raw)}
 
 
 VALIDATORS = {PerfRun.Kind.LOAD: validate_load, PerfRun.Kind.SWEEP: validate_sweep,
@@ -143,11 +151,37 @@ def check_caps(kind: str, params: dict, limits: LoadLimits) -> None:
         what = "handshakes per cell" if kind == PerfRun.Kind.HANDSHAKES else "requests per run"
         raise RunRefused("cap_requests", f"{per_run} {what} is above {org}'s maximum of "
                                          f"{limits.max_requests_per_run} requests per run.")
+    check_duration(kind, params, limits)
     since = timezone.now() - timedelta(days=1)
     today = PerfRun.objects.filter(organization=limits.organization, created_at__gte=since).count()
     if today >= limits.runs_per_day:
         raise RunRefused("cap_runs_per_day", f"{org} already started {today} runs in the last 24 hours: the maximum "
                                              f"is {limits.runs_per_day} runs per day.")
+
+
+def fitted_seconds(kind: str, params: dict, max_duration_s: int) -> dict:
+    """A run that asked for no duration per run gets the longest of plans.FITTING_SECONDS that fits the
+    organization's maximum duration (the shortest when none does: check_caps then says why)."""
+    for seconds in plans.FITTING_SECONDS:
+        fitted = {**params, "seconds": seconds}
+        if plans.bound_s(kind, fitted) <= max_duration_s:
+            return fitted
+    return {**params, "seconds": plans.FITTING_SECONDS[-1]}
+
+
+def check_duration(kind: str, params: dict, limits: LoadLimits) -> None:
+    """Refused up front, with what would fit, when the plan can outlast the organization's maximum."""
+    bound = plans.bound_s(kind, params)
+    if bound <= limits.max_duration_s:
+        return
+    steps = len(plans.steps_of(kind, params))
+    fits = (limits.max_duration_s - plans.RUN_OVERHEAD_S) / steps - plans.STEP_OVERHEAD_S
+    hint = (f"at most {fits:.1f} s per run would fit" if fits >= plans.MIN_RUN_SECONDS else
+            "fewer levels, suites, agents levels or repeats would fit")
+    raise RunRefused("cap_duration", f"This plan can take up to {bound:.0f} s ({steps} runs of at most "
+                                     f"{params['seconds']:g} s each, plus set-up): above {limits.organization.name}'s "
+                                     f"maximum duration of {limits.max_duration_s} s per run. {hint[0].upper()}"
+                                     f"{hint[1:]}.")
 
 
 def peak_concurrency(kind: str, params: dict) -> int:
@@ -206,6 +240,8 @@ def queue_run(site, kind: str, raw_params: dict, *, user=None) -> PerfRun:
     ensure_verified(site)
     with transaction.atomic():
         limits = LoadLimits.objects.select_for_update().get(pk=LoadLimits.for_org(site.organization).pk)
+        if "seconds" not in raw_params:
+            params = fitted_seconds(kind, params, limits.max_duration_s)
         check_caps(kind, params, limits)
         if PerfRun.objects.filter(site=site, status__in=ACTIVE).exists():
             raise RunRefused("busy", f"A run against {site.label} is already queued or running: stop it or wait "

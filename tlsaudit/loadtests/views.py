@@ -32,7 +32,8 @@ def overview_context(org, site, **extra) -> dict:
             "not_applicable": refused, "can_run": roles.can(org.role, RUN_ACTION),
             "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
             "default_per_agent": services.DEFAULT_PER_AGENT,
-            "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}",
+            "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_seconds": f"{plans.MIN_RUN_SECONDS:g}",
+            "max_seconds": f"{plans.MAX_RUN_SECONDS:g}",
             # The list shows no results: leave the (large) JSON of twenty runs in the database.
             "runs": list(site.perf_runs.select_related("requested_by").defer("params", "progress", "results",
                                                                               "summary")[:20]),
@@ -101,8 +102,9 @@ def params_from_post(kind: str, post) -> dict:
                        "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", services.DEFAULT_PER_AGENT),
                        "resume": post.get("resume") == "on"},
     }
-    if post.get("repeats"):
-        fields[kind]["repeats"] = post["repeats"]
+    for optional in ("repeats", "seconds"):   # left empty: the default (seconds: the longest that fits)
+        if post.get(optional):
+            fields[kind][optional] = post[optional]
     return fields[kind]
 
 

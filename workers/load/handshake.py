@@ -292,7 +292,8 @@ def run_agents(spec: HandshakeSpec, ctx: ssl.SSLContext, cancel: Cancel, on_prog
     with quiet_gc():  # as the load engine: no GC passes over the caller's heap mid-run
         loop.run(is_cancelled)
     loop_s = max(a.finished_at for a in agents) - min(a.timed_from for a in agents)
-    return collect(spec, agents, loop_s, stop.is_set(), method, stalled=loop.stalled)
+    # A run that reached its time limit is whole (as ab -t's): only a stop or a stall cuts it short.
+    return collect(spec, agents, loop_s, stop.is_set() and not loop.time_limited, method, stalled=loop.stalled)
 
 
 def collect(spec: HandshakeSpec, agents: list[Agent], loop_s: float, cancelled: bool, method: str,

@@ -54,6 +54,7 @@ class Loop:
         self.stall_ns = int(spec.stall_s * 1e9) if spec.stall_s else 0
         self.last_done_ns = 0     # the last attempt that ended other than by a timeout, or the run's start
         self.stalled = False
+        self.time_limited = False   # ended by its time limit: a complete run of that length, not a stop
         self.poller = Poller()
         self.by_fd: dict[int, Attempt] = {}
         self.busy = 0  # agents with a connection open
@@ -97,6 +98,7 @@ class Loop:
             self.stalled = True
             self.abandon()
         elif end_ns and now >= end_ns:
+            self.time_limited = True
             self.abandon()
 
     def abandon(self) -> None:

@@ -131,13 +131,15 @@ def run_agent(run_id: int, index: int, share: dict) -> dict:
 
 def run_load_share(run, step: dict, share: dict, cancel, counter) -> dict:
     timeout_s = float(run.params.get("timeout_s", 10))
-    limits = [limit for limit in (step.get("time_limit_s"), time_left(run)) if limit is not None]
     spec = LoadSpec(scheme=step["scheme"], host=run.host, port=step["port"], path=step["path"], ip=run.ip,
                     requests=share["requests"], concurrency=share["concurrency"],
                     keepalive=step["mode"] == "keepalive", timeout_s=timeout_s,
-                    time_limit_s=min(limits) if limits else None, stall_s=stall_after(timeout_s))
+                    time_limit_s=step_limit(step, run), stall_s=stall_after(timeout_s))
     return run_load(spec, cancel=cancel, on_progress=counter).to_dict()
 
+
+def step_limit(step: dict, run) -> float | None:  # the step's own seconds, or less if the deadline is sooner
+    return min((limit for limit in (step.get("time_limit_s"), time_left(run)) if limit is not None), default=None)
 
 def time_left(run) -> float | None:
     """Seconds until the run's deadline (its organization's max duration from the claim), at least 1."""
@@ -148,7 +150,7 @@ def time_left(run) -> float | None:
 def run_handshake_share(run, step: dict, share: dict, cancel, counter) -> dict:
     spec = HandshakeSpec(host=run.host, port=run.site.https_port, ip=run.ip, version=step["version"],
                          suite=step["suite"], agents=share["agents"], per_agent=step["per_agent"],
-                         resume=step["resume"], time_limit_s=time_left(run),
+                         resume=step["resume"], time_limit_s=step_limit(step, run),
                          stall_s=stall_after(HandshakeSpec.timeout_s))
     return run_handshakes(spec, cancel=cancel, on_progress=counter)
 

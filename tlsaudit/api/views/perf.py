@@ -37,11 +37,14 @@ LOAD_KINDS = (PerfRun.Kind.LOAD, PerfRun.Kind.SWEEP)
 CAP_FIELDS = {
     "cap_concurrency": {"load": "concurrency", "sweep": "levels", "handshakes": "agents_levels"},
     "cap_requests": {"load": "requests", "sweep": "requests", "handshakes": "per_agent"},
+    "cap_duration": {"load": "seconds", "sweep": "seconds", "handshakes": "seconds"},
 }
 REFUSALS_DOC = ("Refusals: 400 `not_applicable` (a load test or sweep of a site that is not HTTPS, a handshake run "
                 "of a STARTTLS service); 409 `unverified` (prove control of the site first, on its verification page; a proof "
                 "covers the host name, ports and pinned IP it was made for) or `busy` (one run per site at a "
-                "time); 422 `cap_concurrency` / `cap_requests` naming the field over the organization's cap; 429 "
+                "time); 422 `cap_concurrency` / `cap_requests` naming the field over the organization's cap, or "
+                "`cap_duration` (under `seconds`) when the plan could outlast its maximum duration, saying how long "
+                "it could take and what would fit; 429 "
                 "`cap_runs_per_day` with `Retry-After` until a run of the last 24 hours ages out.")
 STATUS_PARAM = OpenApiParameter("status", str, enum=list(PerfRun.Status.values), description="Only runs in this state.")
 
