@@ -118,7 +118,7 @@ def test_a_load_test_is_queued_with_202_and_its_url(org_a, alice, verified, djan
     assert response["Location"] == detail(run) == response.json()["url"]
     assert (run.kind, run.status, run.requested_by) == ("load", "queued", alice)
     assert run.params == {"scheme": "https", "requests": 50, "concurrency": 5, "keepalive": True, "path": "/health",
-                          "timeout_s": 10.0, "repeats": 3}
+                          "timeout_s": 10.0, "repeats": 3, "seconds": 5.0}   # the longest that fits
     assert len(callbacks) == 1
 
 
@@ -126,12 +126,15 @@ def test_a_sweep_and_a_handshake_run_are_queued_with_their_params(api, verified)
     sweep = api.post(loadtests(verified), {"kind": "sweep", "levels": [1, 5], "requests": 20, "modes": ["new"],
                                            "repeats": 5}, format="json")
     assert sweep.status_code == 202, sweep.content
-    assert sweep.json()["params"] == {"levels": [1, 5], "requests": 20, "modes": ["new"], "path": "/", "repeats": 5}
+    # 22 runs: at 5 s each the plan could take 128 s, above the 120 s cap; 3 s fits
+    assert sweep.json()["params"] == {"levels": [1, 5], "requests": 20, "modes": ["new"], "path": "/", "repeats": 5,
+                                      "seconds": 3.0}
     PerfRun.objects.filter(pk=sweep.json()["id"]).update(status="done")
     hs = api.post(handshakes(verified), {"versions": ["1.3"], "agents_levels": [2], "per_agent": 3}, format="json")
     assert hs.status_code == 202, hs.content
     assert hs.json()["kind"] == "handshakes" and hs.json()["params"] == {
-        "versions": ["1.3"], "agents_levels": [2], "per_agent": 3, "resume": False, "suites": [], "repeats": 3}
+        "versions": ["1.3"], "agents_levels": [2], "per_agent": 3, "resume": False, "suites": [], "repeats": 3,
+        "seconds": 5.0}
 
 
 @pytest.mark.parametrize("body, field", [
@@ -205,6 +208,7 @@ def test_one_run_per_site_at_a_time_answers_409(api, verified):
     ("load", {"kind": "load", "requests": 301}, "requests", "cap_requests"),
     ("hs", {"agents_levels": [10, 25]}, "agents_levels", "cap_concurrency"),
     ("hs", {"agents_levels": [10], "per_agent": 31}, "per_agent", "cap_requests"),
+    ("load", {"kind": "sweep", "levels": [1, 10], "requests": 20, "seconds": 30}, "seconds", "cap_duration"),
 ])
 def test_over_a_cap_it_answers_422_naming_the_field(api, verified, limits, url, body, field, code):
     response = api.post(loadtests(verified) if url == "load" else handshakes(verified), body, format="json")

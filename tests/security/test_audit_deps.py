@@ -5,12 +5,10 @@ real pip-audit and accepts only a real result or the NOT CHECKED banner, never a
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
-import pytest
-
-# The script writes its logs to the checkout's var/: under xdist these tests run one after another.
-pytestmark = pytest.mark.xdist_group("audit-deps")
+# Each run writes its logs to a folder of its own (AUDIT_LOG_DIR): a run never reads another's log.
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".ci" / "audit-deps"
 
@@ -35,8 +33,9 @@ def stand_in(tmp_path, answers: dict[str, tuple[int, str]]) -> Path:
 
 
 def run(pip_audit, **env):
-    return subprocess.run([str(SCRIPT)], env={**os.environ, "PIP_AUDIT": str(pip_audit), **env},
-                          capture_output=True, text=True, timeout=900)
+    logs = Path(tempfile.mkdtemp(prefix="audit-deps-"))
+    return subprocess.run([str(SCRIPT)], env={**os.environ, "PIP_AUDIT": str(pip_audit), "AUDIT_LOG_DIR": str(logs),
+                                              **env}, capture_output=True, text=True, timeout=900)
 
 
 def test_a_clean_audit_passes_and_says_what_was_checked(tmp_path):

@@ -12,7 +12,13 @@ from tlsaudit.api.links import object_url
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.plans import FITTING_SECONDS, MAX_RUN_SECONDS, MIN_RUN_SECONDS
 from tlsaudit.loadtests.presenters import PERCENTAGES, charts_for, percentage
-from tlsaudit.loadtests.services import DEFAULT_REPEATS, MAX_REPEATS, summary_of
+from tlsaudit.loadtests.services import (
+    DEFAULT_AGENTS_LEVELS,
+    DEFAULT_LEVELS,
+    DEFAULT_REPEATS,
+    MAX_REPEATS,
+    summary_of,
+)
 
 MAX_LEVELS = 20
 MAX_SUITES = 20
@@ -128,7 +134,7 @@ class LoadRunRequestSerializer(serializers.Serializer):
     timeout_s = serializers.FloatField(required=False, min_value=0.5, max_value=60, help_text="load only.")
     levels = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, min_length=1,
                                    max_length=MAX_LEVELS, help_text="sweep only: concurrency levels "
-                                                                    "(default 1, 20, 40, 60, 80, 100).")
+                                                                    f"(default {', '.join(map(str, DEFAULT_LEVELS))}).")
     modes = serializers.ListField(child=serializers.ChoiceField(choices=["new", "keepalive"]), required=False,
                                   min_length=1, help_text="sweep only: new connection per request and/or keep-alive.")
     path = serializers.CharField(required=False, max_length=500, help_text="The path requested (default /).")
@@ -163,7 +169,7 @@ class HandshakeRunRequestSerializer(serializers.Serializer):
                                      min_length=1, help_text="TLS versions to time (default both).")
     agents_levels = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, min_length=1,
                                           max_length=MAX_LEVELS, help_text="Concurrent agents per cell "
-                                                                           "(default 10, 25, 50).")
+                                                                           f"(default {', '.join(map(str, DEFAULT_AGENTS_LEVELS))}).")
     per_agent = serializers.IntegerField(required=False, min_value=1, help_text="Handshakes per agent (default 20).")
     resume = serializers.BooleanField(required=False, help_text="Also time resumed handshakes.")
     suites = serializers.ListField(child=serializers.CharField(max_length=80), required=False,
