@@ -355,3 +355,36 @@ def test_tls13_only_server_refuses_tls12_with_a_protocol_version_alert(tls_lab):
     with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION"):
         with probe.ssl_connection(tls_lab.port("a_plus_ecdsa_tls13_hsts"), probe.permissive_context("TLSv1.2")):
             pass
+
+
+def test_a_lab_whose_port_another_process_holds_is_not_taken_for_started(tmp_path, monkeypatch):
+    # Two xdist workers starting their labs at once were once given the same port: the second nginx
+    # retried its bind for 2.5 s and exited while the other's socket made every port look open.
+    import socket
+
+    from tests.support import tls_servers
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    picks = iter([[taken, *tls_servers.kernel_ports(2 * len(FIXTURES) - 1)]])
+    monkeypatch.setattr(tls_servers, "free_ports", lambda count: next(picks, None) or tls_servers.kernel_ports(count))
+    lab = start_lab(tmp_path / "lab")
+    try:
+        assert taken not in lab.all_ports()          # the first try was refused, the second got fresh ports
+        time.sleep(3)                                # longer than nginx's bind retries
+        assert lab_death(lab) is None
+    finally:
+        lab.stop()
+        squatter.close()
+
+
+def test_each_xdist_worker_draws_its_lab_ports_from_its_own_range(monkeypatch):
+    from tests.support import tls_servers
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    ports = tls_servers.free_ports(40)
+    assert len(set(ports)) == 40 and all(23_000 <= p < 26_000 for p in ports)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    assert all(20_000 <= p < 23_000 for p in tls_servers.free_ports(5))

@@ -141,7 +141,7 @@ SHORT = {"CLI_DEADLINE_SECONDS": "15", "LOAD_STALL_SECONDS": "6", "PROBE_LOAD_TI
 def measuring_argv(command: str, port: int, ca_file: str) -> list[str]:
     target = f"localhost:{port}"
     return {"loadtest": ["loadtest", f"https://{target}/", "--timeout", "1"],
-            "handshakes": ["handshakes", target, "--timeout", "2"],
+            "handshakes": ["handshakes", target, "--timeout", "2", "--deadline", "15"],   # its default: the plan's
             "probe": ["probe", f"https://{target}/", "--ca-file", ca_file, "--runs", "1"]}[command] + [
         "--ip", "127.0.0.1", "--json"]
 

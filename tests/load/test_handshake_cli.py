@@ -155,3 +155,24 @@ def test_a_bad_argument_in_text_mode_goes_to_stderr():
     run = handshakes("example.com", "--agents", "0")
     assert run.returncode == 2 and run.stdout == ""
     assert "handshakes failed: --agents must be between 1 and 200, got 0" in run.stderr
+
+
+def test_the_default_deadline_is_the_plans_longest_duration_and_a_cell_lasts_its_seconds(tls_lab):
+    from tlsaudit.loadtests.management.commands.handshakes import parse_arguments
+
+    base = {"target": "localhost", "versions": "1.2,1.3", "suites": "", "agents": "10", "per_agent": "20",
+            "repeats": "3", "resume": False, "timeout": "10", "ip": None, "ca_file": None, "insecure": False}
+    plan = parse_arguments({**base, "seconds": None, "deadline": None})
+    # 2 warm-ups + 3 rounds x 12 cells (TLS 1.2 counted with its 6 candidate suites) at 2 s + 0.5 s, + 30 s
+    assert (plan["seconds"], plan["deadline"]) == (2.0, 125.0)
+    assert parse_arguments({**base, "seconds": "1", "deadline": "40"})["deadline"] == 40.0
+    with pytest.raises(ValueError, match="--seconds must be between 0.5 and 30"):
+        parse_arguments({**base, "seconds": "0.1", "deadline": None})
+    # a cell sized by time: far more handshakes asked than fit in 0.5 s, the matrix still answers in seconds
+    started = time.monotonic()
+    run = handshakes(f"localhost:{tls_lab.port('load_no_resumption')}", "--ip", "127.0.0.1", "--agents", "2",
+                     "--per-agent", "1000", "--seconds", "0.5", "--versions", "1.3", "--json")
+    assert run.returncode == 0, run.stderr
+    cells = [c for c in json.loads(run.stdout)["cells"] if not c.get("warmup")]
+    assert len(cells) == 9 and all(0 < c["count"] < 2000 and not c["cancelled"] for c in cells)
+    assert time.monotonic() - started < 9 * 0.5 + 20

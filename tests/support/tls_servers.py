@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -192,6 +193,31 @@ def require_nginx(path: Path = NGINX) -> None:
 
 
 def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports free now. Under xdist each worker draws from its own range below
+    the kernel's ephemeral ones: two workers starting their labs at once got the same port from bind(0)
+    (one lab's nginx then exited, ~13 % of the runs with two labs of 60 ports)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit():
+        return kernel_ports(count)
+    low = PORT_RANGE_START + int(worker[2:]) * PORT_RANGE_SIZE
+    candidates = random.sample(range(low, low + PORT_RANGE_SIZE), PORT_RANGE_SIZE)
+    chosen = [port for port in candidates if bindable(port)][:count]
+    return chosen if len(chosen) == count else kernel_ports(count)
+
+
+PORT_RANGE_START, PORT_RANGE_SIZE = 20_000, 3_000   # gw0: 20000-22999, gw1: 23000-25999, ... below 32768
+
+
+def bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((IP, port))
+        except OSError:
+            return False
+    return True
+
+
+def kernel_ports(count: int) -> list[int]:
     """Ask the kernel for `count` distinct free loopback ports (all held open until chosen)."""
     sockets = [socket.socket() for _ in range(count)]
     try:
@@ -379,7 +405,10 @@ def write_config(run_dir: Path, pki: TestPki, ports: dict[str, tuple[int, int]],
     return write_file(run_dir / "nginx.conf", nginx_conf(run_dir, blocks, workers).encode())
 
 
-def wait_for_ports(process: subprocess.Popen, ports: list[int], error_log: Path, timeout: float) -> None:
+def wait_for_ports(process: subprocess.Popen, ports: list[int], error_log: Path, timeout: float,
+                   log_from: int = 0) -> None:
+    """Until nginx listens on every port. A port another process holds is open too: nginx's own
+    "bind() ... failed" in its log (it retries for 2.5 s, then exits) is what tells them apart."""
     deadline = time.monotonic() + timeout
     pending = list(ports)
     while pending:
@@ -390,6 +419,20 @@ def wait_for_ports(process: subprocess.Popen, ports: list[int], error_log: Path,
         pending = [p for p in pending if not port_is_open(p)]
         if pending:
             time.sleep(0.02)
+    if bind_failed(error_log, log_from):
+        raise RuntimeError(f"a port of nginx's was taken by another process:\n{read_tail(error_log)}")
+
+
+def bind_failed(error_log: Path, log_from: int) -> bool:
+    if not error_log.exists():
+        return False
+    with error_log.open("rb") as log:
+        log.seek(log_from)
+        return b"bind() to" in log.read()
+
+
+def log_size(error_log: Path) -> int:
+    return error_log.stat().st_size if error_log.exists() else 0
 
 
 def read_tail(path: Path, lines: int = 30) -> str:
@@ -429,9 +472,10 @@ def start_lab(directory: Path | None = None, workers: int = 1, attempts: int = 3
         flat = free_ports(2 * len(FIXTURES))
         ports = {name: (flat[2 * i], flat[2 * i + 1]) for i, name in enumerate(FIXTURES)}
         conf = write_config(run_dir, pki, ports, workers)
+        log_from = log_size(run_dir / "error.log")
         process = launch_nginx(run_dir, conf)
         try:
-            wait_for_ports(process, flat, run_dir / "error.log", timeout=10)
+            wait_for_ports(process, flat, run_dir / "error.log", timeout=10, log_from=log_from)
             return TlsLab(run_dir, pki, ports, process)
         except RuntimeError:
             process.kill()
@@ -468,8 +512,9 @@ def lab_death(lab: TlsLab) -> str | None:
     if code is None:
         return None
     tail = read_tail(lab.error_log, 15)
+    log_from = log_size(lab.error_log)
     lab.process = launch_nginx(lab.directory, lab.directory / "nginx.conf")
-    wait_for_ports(lab.process, lab.all_ports(), lab.error_log, timeout=10)
+    wait_for_ports(lab.process, lab.all_ports(), lab.error_log, timeout=10, log_from=log_from)
     return f"the session's TLS lab (nginx) exited with {code} during this test; its log ends:\n{tail}"
 
 

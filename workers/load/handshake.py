@@ -477,8 +477,10 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
                      agents_levels=(10, 25, 50), per_agent: int = 10, resume: bool = False,
                      timeout_s: float = 10.0, repeats: int = DEFAULT_REPEATS, warmup: bool = True,
                      ca_file: str | None = None, insecure: bool = True, cancel: Cancel = None,
-                     on_progress=None, deadline_s: float | None = None, stall_s: float | None = None) -> list[dict]:
-    """Every (version, suite, agents) cell `repeats` times, plus full-vs-resumed cells when `resume`.
+                     on_progress=None, deadline_s: float | None = None, stall_s: float | None = None,
+                     cell_s: float | None = None) -> list[dict]:
+    """Every (version, suite, agents) cell `repeats` times, plus full-vs-resumed cells when `resume`;
+    each cell ends after `cell_s` seconds (like ab -t) or at agents x per_agent handshakes.
 
     1. Suites: given, or TLS 1.3's three standard ones and the TLS 1.2 ECDHE AEAD suites the server
        accepts (one probe handshake each). A version with no usable suite yields one "skipped" cell.
@@ -508,7 +510,7 @@ def handshake_matrix(host: str, port: int, *, ip: str | None, versions=("1.2", "
     warmups = [replace(base, version=v, suite=plan[v][0], agents=min(WARMUP_AGENTS, agents_levels[0]),
                        per_agent=min(WARMUP_PER_AGENT, per_agent)) for v in usable] if warmup else []
     rounds = [round_specs(base, plan, usable, agents_levels, resume, r) for r in range(repeats)]
-    return run_rounds(warmups, rounds, cancel, on_progress, deadline) + skipped
+    return run_rounds(warmups, rounds, cancel, on_progress, deadline, cell_s) + skipped
 
 
 def round_specs(base: HandshakeSpec, plan: dict, versions: list[str], agents_levels, resume: bool,
@@ -526,7 +528,7 @@ def skipped_cell(host, port, ip, version, why) -> dict:
 
 
 def run_rounds(warmups: list[HandshakeSpec], rounds: list[list[HandshakeSpec]], cancel: Cancel,
-               on_progress, deadline: float | None = None) -> list[dict]:
+               on_progress, deadline: float | None = None, cell_s: float | None = None) -> list[dict]:
     """Run the warm-ups, then round after round; progress counts every handshake of every run. Stops when
     cancelled, past `deadline` (time.monotonic()), or after a run that stalled."""
     total = sum(s.agents * s.per_agent for s in warmups) + sum(s.agents * s.per_agent for r in rounds for s in r)
@@ -545,8 +547,8 @@ def run_rounds(warmups: list[HandshakeSpec], rounds: list[list[HandshakeSpec]], 
             continue
         offset = done
         report = (lambda d, _t: on_progress(offset + d, total)) if on_progress is not None else None
-        result = {**run_handshakes(replace(spec, time_limit_s=time_left(deadline)), cancel=cancel,
-                                   on_progress=report), **tags}
+        limit = min((x for x in (cell_s, time_left(deadline)) if x is not None), default=None)
+        result = {**run_handshakes(replace(spec, time_limit_s=limit), cancel=cancel, on_progress=report), **tags}
         stalled = result.get("stalled", False)
         if spec.resume and result["resumption"] == "unsupported":
             unsupported.add(key)  # the server does not resume: no point in asking again

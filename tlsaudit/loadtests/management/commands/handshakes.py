@@ -1,19 +1,21 @@
 """python manage.py handshakes HOST[:PORT] [--ip IP] [--versions 1.2,1.3] [--suites S,...]
-                             [--agents 10[,25,50]] [--per-agent 10] [--repeats 3] [--resume]
+                             [--agents 10[,25,50]] [--per-agent 20] [--seconds 2] [--repeats 3] [--resume]
                              [--ca-file PEM | --insecure] [--deadline S] [--json]
 
 Times TLS 1.2 vs 1.3 full handshakes per cipher suite (workers.load.handshake.handshake_matrix) now,
 without a worker or the database: a discarded warm-up, then --repeats rounds of every cell with the
-versions interleaved. Per cell: the median handshake time over the repeats with its 95 % interval, and
+versions interleaved; each cell lasts at most --seconds (like ab -t; --per-agent is a cap). Per cell: the
+median handshake time over the repeats with its 95 % interval, and
 the rate over each cell's end-to-end wall time (set-up included); TLS 1.3 vs 1.2 signed, negative when
 TLS 1.3 is faster. The process's own start-up is reported apart. Like `loadtest`, certificates are not
 checked unless --ca-file is given. Exit 0 when it ran, 2 on bad arguments, when the pre-flight
 handshake fails (as for a run from the app), when nothing connected, when every handshake timed out
 for LOAD_STALL_SECONDS (`stalled`) or when the matrix was not done by its deadline (`deadline`, default
-CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The target passes the SSRF
+the longest the plan can take plus 30 s, at least CLI_DEADLINE_SECONDS); with --json: {"error": {"code", "message"}, ...}. The target passes the SSRF
 guard like `audit`.
 """
 
+import math
 import time
 
 from tlsaudit.core.management.base import TargetCommand, parse_ca_file, parse_int, parse_ip, reach
@@ -32,6 +34,9 @@ from workers.load.handshake import (
 )
 
 MAX_DEADLINE_S = 3600
+CELL_SECONDS = 2.0          # each cell lasts at most this long (ab -t); --per-agent is only a cap
+CELL_OVERHEAD_S = 0.5       # a cell's contexts and threads, beside its seconds
+DEADLINE_MARGIN_S = 30
 STALL_MARGIN_S = 5.0
 MAX_AGENTS = 200
 MAX_PER_AGENT = 1000
@@ -54,16 +59,20 @@ class Command(TargetCommand):
                             help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
                                  "and the TLS 1.2 ECDHE AEAD suites the server accepts)")
         parser.add_argument("--agents", default="10", help="concurrent agents, one level or a list: 10,25,50")
-        parser.add_argument("--per-agent", default="20", help="handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--per-agent", default="20",
+                            help="at most this many handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--seconds", default=str(CELL_SECONDS),
+                            help="each cell lasts at most this long, like ab -t (default %(default)s)")
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
                             help="rounds of every cell after the warm-up (default %(default)s; 1 = no interval)")
         parser.add_argument("--resume", action="store_true", help="also time resumed handshakes per version")
         parser.add_argument("--timeout", default="10", help="seconds per connection (default %(default)s)")
         self.add_ca_file_argument(parser)
         self.add_insecure_argument(parser)
-        parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
-                            help="end with an error if the matrix is not done after this many seconds "
-                                 "(default %(default)s)")
+        parser.add_argument("--deadline", default=None,
+                            help="end with an error if the matrix is not done after this many seconds (default: "
+                                 f"the longest the plan can take, +{DEADLINE_MARGIN_S} s, at least "
+                                 f"{setting('CLI_DEADLINE_SECONDS')})")
         self.add_json_argument(parser)
 
     def parse(self, options):
@@ -84,7 +93,7 @@ class Command(TargetCommand):
                                  repeats=plan["repeats"], ca_file=plan["ca_file"],
                                  insecure=plan["ca_file"] is None, on_progress=progress,
                                  deadline_s=max(0.001, self.started + plan["deadline"] - time.monotonic()),
-                                 stall_s=stall_s)
+                                 stall_s=stall_s, cell_s=plan["seconds"])
         progress.finish(sum(c.get("count") or 0 for c in cells))   # timed ones (failures and priming aside)
         ended = ended_early(cells, target, plan["deadline"], stall_s)
         if ended is not None:
@@ -119,15 +128,35 @@ def parse_arguments(options) -> dict:
     repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
     timeout = parse_int(options["timeout"], "--timeout", 1, 120)
     ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
-    deadline = parse_int(options["deadline"], "--deadline", 5, MAX_DEADLINE_S)
+    seconds = parse_seconds(options.get("seconds") or CELL_SECONDS)
     cells = len(versions) * max(1, len(suites) or 6) * len(agents)
+    deadline = (parse_int(options["deadline"], "--deadline", 5, MAX_DEADLINE_S) if options.get("deadline") else
+                default_deadline(cells, repeats, options["resume"], len(versions), seconds))
     if cells * per_agent * max(agents) * repeats > MAX_HANDSHAKES:
         raise ValueError(f"this run could make up to {cells * per_agent * max(agents) * repeats:,} handshakes; "
                          f"the limit is {MAX_HANDSHAKES:,} (lower --agents, --per-agent or --repeats)")
     return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
             "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
             "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
-            "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file, "deadline": float(deadline)}
+            "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file, "deadline": float(deadline),
+            "seconds": seconds}
+
+
+def parse_seconds(text) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--seconds: {text!r} is not a number of seconds") from None
+    if not 0.5 <= value <= 30:
+        raise ValueError("--seconds must be between 0.5 and 30")
+    return value
+
+
+def default_deadline(cells: int, repeats: int, resume: bool, versions: int, seconds: float) -> int:
+    """The longest the matrix can take (every cell at its seconds, warm-ups and resumed cells included,
+    TLS 1.2 counted with all 6 candidate suites) plus a margin; never under CLI_DEADLINE_SECONDS."""
+    runs = versions + repeats * (cells + (versions if resume else 0))
+    return max(int(setting("CLI_DEADLINE_SECONDS")), math.ceil(runs * (seconds + CELL_OVERHEAD_S)) + DEADLINE_MARGIN_S)
 
 
 def split_list(text, option: str, allow_empty: bool = False) -> list[str]:
