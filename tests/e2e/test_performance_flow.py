@@ -84,6 +84,8 @@ def figures_of(run) -> list[dict]:
     return []
 
 
+# Its sweeps load both cores for a minute: in the timing group, so the latency lab's tests never run beside it.
+@pytest.mark.timing
 def test_every_preset_finishes_within_the_time_it_shows_and_answers(page, start_worker_on, alice,
                                                                      verified_lab_site):
     # A new organization's caps, the buttons a new user sees, pressed one after another on the lab
