@@ -357,7 +357,7 @@ def test_tls13_only_server_refuses_tls12_with_a_protocol_version_alert(tls_lab):
             pass
 
 
-def test_a_lab_whose_port_another_process_holds_is_not_taken_for_started(tmp_path, monkeypatch):
+def test_an_nginx_whose_port_another_process_holds_is_not_taken_for_started(tmp_path):
     # Two xdist workers starting their labs at once were once given the same port: the second nginx
     # retried its bind for 2.5 s and exited while the other's socket made every port look open.
     import socket
@@ -368,15 +368,20 @@ def test_a_lab_whose_port_another_process_holds_is_not_taken_for_started(tmp_pat
     squatter.bind(("127.0.0.1", 0))
     squatter.listen()
     taken = squatter.getsockname()[1]
-    picks = iter([[taken, *tls_servers.kernel_ports(2 * len(FIXTURES) - 1)]])
-    monkeypatch.setattr(tls_servers, "free_ports", lambda count: next(picks, None) or tls_servers.kernel_ports(count))
-    lab = start_lab(tmp_path / "lab")
+    [free] = tls_servers.kernel_ports(1)
+    run_dir = tmp_path / "nginx"
+    run_dir.mkdir()
+    blocks = [f"server {{ listen 127.0.0.1:{port}; return 204; }}" for port in (free, taken)]
+    conf = run_dir / "nginx.conf"
+    conf.write_text(tls_servers.nginx_conf(run_dir, blocks, workers=1))
+    process = tls_servers.launch_nginx(run_dir, conf)
     try:
-        assert taken not in lab.all_ports()          # the first try was refused, the second got fresh ports
-        time.sleep(3)                                # longer than nginx's bind retries
-        assert lab_death(lab) is None
+        with pytest.raises(RuntimeError, match="taken by another process"):
+            tls_servers.wait_for_ports(process, [free, taken], run_dir / "error.log", timeout=10)
+        assert process.poll() is None   # still retrying its bind: by the ports alone it looked started
     finally:
-        lab.stop()
+        process.kill()
+        process.wait()
         squatter.close()
 
 
