@@ -183,6 +183,10 @@ def rounds_of(result: dict) -> int:
     return len({load["run"] for load in result["loads"] if not load.get("warmup")})
 
 
+def rounds_text(count: int) -> str:
+    return f"{count} round{'' if count == 1 else 's'}"
+
+
 def render_text(result: dict) -> str:
     """One row per variant x mode (medians), then the increase % row per mode."""
     rows = [COLUMNS]
@@ -197,7 +201,7 @@ def render_text(result: dict) -> str:
     spec = result["spec"]
     lines.insert(0, f"Browser probe of https://{spec['host']}:{spec['https_port']}{spec['path']} and "
                     f"http://{spec['host']}:{spec['http_port']}{spec['path']}: "
-                    f"{rounds_of(result)} rounds in {spec['seconds']:g} s (medians, ms), "
+                    f"{rounds_text(rounds_of(result))} in {spec['seconds']:g} s (medians, ms), "
                     f"Chromium {result['browser']['version']}, {result['duration_s']:.1f} s")
     for mode, row in result["increase_pct"].items():
         if row:
