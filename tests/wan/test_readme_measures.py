@@ -19,8 +19,9 @@ def test_the_readme_shows_a_time_sized_line_for_each_measuring_command():
 def test_each_readme_measuring_command_answers_within_the_time_it_states(rtt_ms, tls_lab, tmp_path):
     """Given the README's lines and a server `rtt_ms` away, when each runs with its defaults, then it
     ends within the longest time it printed for its plan (start-up aside), and every HTTPS vs HTTP
-    (or TLS 1.3 vs 1.2) figure has a verdict: higher, lower, or no significant difference with an
-    interval narrow enough to tell; none says "too short" or "too few runs"."""
+    (or TLS 1.3 vs 1.2) figure has a verdict: higher, lower, or no significant difference with its
+    interval; none says "too short" or "too few runs"; behind a real link (50 ms) no interval is too
+    wide to tell."""
     outcomes = measure_at(tls_lab, rtt_ms, tmp_path / "var")
 
     for outcome in outcomes:
@@ -28,5 +29,7 @@ def test_each_readme_measuring_command_answers_within_the_time_it_states(rtt_ms,
         assert outcome.answered, (outcome.command, outcome.answer)
         assert "too short" not in outcome.answer and "too few runs" not in outcome.answer, outcome.answer
         assert outcome.within, (outcome.command, outcome.wall_s, outcome.planned_s)
+        if rtt_ms:
+            assert "the runs disagree" not in outcome.answer, outcome.answer
     timed = [o for o in outcomes if o.planned_s is not None]
-    assert {o.command.split()[2] for o in timed} == {"overhead", "handshakes", "probe"}
+    assert {o.command.split()[2] for o in timed} == {"loadtest", "overhead", "handshakes", "probe"}

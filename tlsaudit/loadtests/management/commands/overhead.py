@@ -32,6 +32,7 @@ from tlsaudit.loadtests.management.commands.loadtest import (
     MAX_CONCURRENCY,
     MAX_REQUESTS,
     MAX_TIME_LIMIT_S,
+    RUN_SLACK_S,
     add_target_arguments,
     deadline_message,
     ended_early,
@@ -144,11 +145,12 @@ def parse_overhead(options) -> dict:
 
 def longest_sweep_s(plan: dict) -> float | None:
     """With -t, the longest the sweep can take: every run (two warm-ups, then each level, side and
-    repeat) to its time limit. The default deadline waits that long: at internet latency the default
-    sweep's 20 runs take most of their 5 s, far past the CLI's usual deadline. None without -t."""
+    repeat) to its time limit, plus its set-up and the requests in flight at the limit (RUN_SLACK_S).
+    The default deadline waits that long: at internet latency every run takes its whole -t. None
+    without -t."""
     if not plan["time_limit"]:
         return None
-    return plan["time_limit"] * (2 + len(plan["levels"]) * 2 * plan["repeats"])
+    return (plan["time_limit"] + RUN_SLACK_S) * (2 + len(plan["levels"]) * 2 * plan["repeats"])
 
 
 def parse_host(text: str) -> str:
