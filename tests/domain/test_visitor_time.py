@@ -50,6 +50,10 @@ def test_hsts_without_a_measured_redirect_is_two_round_trips_estimated():
     effect = effect_of("hsts.enable", SiteTimings(rtt_ms=50.0, rtt_source="load run #2"))
 
     assert (effect.ms, effect.basis) == (-100.0, ESTIMATED)
+    assert "a browser probe of this site measures the redirect" in effect.text
+    no_redirect = effect_of("hsts.enable", SiteTimings(rtt_ms=50.0, rtt_source="browser probe #4", redirect_ms=0,
+                                                       probe_source="browser probe #4"))
+    assert "browser probe #4 saw HTTP answer without redirecting to HTTPS" in no_redirect.text
 
 
 def test_http2_counts_the_waves_of_six_requests_the_page_waits_for():

@@ -50,3 +50,42 @@ def test_a_probe_shows_progress_then_phases_waterfall_and_increase(page, start_w
     expect(page.get_by_test_id("table-increase")).to_contain_text("%")
     assert errors == []
     page.screenshot(path=str(screenshot_dir / "browser-probe.png"), full_page=True)
+
+
+def test_the_default_probe_ends_within_the_time_it_shows_and_prices_the_recommendations(
+        page, start_worker_on, alice, probed_site, screenshot_dir):
+    """A new user's click, no field touched: the form says how long it takes, the probe keeps to it and
+    answers, and the site's page then shows each recommendation's grade beside a visitor's time at the
+    RTT the probe measured."""
+    from tests.test_audit_views import done_audit
+
+    done_audit(probed_site, protocols=("TLSv1.2",), hsts_max_age=None)
+    page.goto("/accounts/login/")
+    page.get_by_label("Email").fill(alice.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_test_id("login-submit").click()
+    page.goto(probed_site.get_absolute_url())
+    page.get_by_role("link", name="Browser").click()
+    shown = re.search(r"about (\d+) s at the defaults", page.get_by_test_id("probe-plan").inner_text())
+    assert shown, page.get_by_test_id("probe-plan").inner_text()
+    start_worker_on(("browser",), concurrency=1)
+    page.get_by_test_id("probe-run").click()
+    expect(page.get_by_test_id("probe-done")).to_be_visible(timeout=(int(shown.group(1)) + 60) * 1000)
+
+    probe = Probe.objects.get(site=probed_site)
+    took = (probe.finished_at - probe.started_at).total_seconds()
+    assert probe.status == "done" and took <= int(shown.group(1)), (probe.status, took)
+    assert probe.rounds_done >= 3 and probe.params["seconds"] == 20
+    for mode in ("cold", "warm"):
+        assert probe.summary["increase"][mode]["load"]["verdict"] in ("higher", "lower", "no significant difference")
+    assert "too short" not in page.content()
+    page.screenshot(path=str(screenshot_dir / "browser-probe.png"), full_page=True)
+
+    page.goto(probed_site.get_absolute_url())
+    card = page.get_by_test_id("side-by-side")
+    expect(card).to_contain_text(f"measured by browser probe #{probe.pk}")
+    expect(page.get_by_test_id("side-proto.enable_tls13")).to_contain_text("1 round trip")
+    # the probe site answers HTTP without redirecting: nothing to measure, and the row says why
+    expect(page.get_by_test_id("side-hsts.enable")).to_contain_text(
+        f"browser probe #{probe.pk} saw HTTP answer without redirecting to HTTPS")
+    card.screenshot(path=str(screenshot_dir / "security-and-speed.png"))

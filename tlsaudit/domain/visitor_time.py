@@ -134,8 +134,12 @@ def hsts(t: SiteTimings) -> VisitorEffect:
                 f"{t.redirect_ms:.1f} ms (median of the cold HTTP loads, {t.probe_source}).")
         return VisitorEffect(text, -t.redirect_ms, "visit that starts on plain HTTP", MEASURED)
     ms, words = at_rtt(-2, t)
-    text = (f"{words} per visit that starts on plain HTTP, after the first: no connection to port 80 and no redirect "
-            "(a browser probe of this site measures the redirect itself).")
+    text = f"{words} per visit that starts on plain HTTP, after the first: no connection to port 80 and no redirect "
+    if t.probe_source and t.redirect_ms is not None:
+        text += (f"({t.probe_source} saw HTTP answer without redirecting to HTTPS: the saving applies once it "
+                 "redirects, which HSTS needs).")
+    else:
+        text += "(a browser probe of this site measures the redirect itself)."
     return VisitorEffect(text, ms, "visit that starts on plain HTTP", ESTIMATED)
 
 
