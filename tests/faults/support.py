@@ -309,15 +309,16 @@ class App:
         return proc
 
     def worker(self, name: str, queues=("scan", "default"), concurrency: int = 2, wait: bool = True,
-               container: bool = False, pool: str = "prefork", **env) -> Proc:
+               container: bool = False, pool: str = "prefork", as_shipped: bool = False, **env) -> Proc:
         """A Celery worker with the prefork pool (or `pool="threads"`: the scan pool of docker-compose.yml);
         `wait` until it consumes. `container`: in its own pid namespace (unshare), as in another container
         or on another machine: the others cannot see its processes (needs root, as the private
         PostgreSQL's start-up does here)."""
         isolated = ["unshare", "--pid", "--fork", "--mount-proc"] if container else []
+        quiet = [] if as_shipped else ["--without-mingle", "--without-gossip"]
         proc = self.spawn(name, [*isolated, PYTHON, "-m", "celery", "-A", "workers", "worker", "-P", pool,
                                  "-c", str(concurrency), "-Q", ",".join(queues), "-n", f"{name}@%h", "-l", "INFO",
-                                 "--without-mingle", "--without-gossip"], **env)
+                                 *quiet], **env)
         proc.nodename = f"{name}@{socket.gethostname()}"
         if wait:
             proc.wait_for_output(" ready.", timeout=90)
