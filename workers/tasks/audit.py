@@ -14,7 +14,7 @@ from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
 from workers.celery import app
 from workers.tasks import gate
-from workers.tasks.heartbeat import keep_alive
+from workers.tasks.heartbeat import heartbeats, keep_alive
 from workers.tasks.transient import DATABASE_DOWN
 from workers.tls.engine import run_scan
 
@@ -38,7 +38,7 @@ def run_audit(self, audit_id: int) -> str:
     holder = gate.holder_of(audit_id)
     with gate.target_lock("scan", target.ip, [target.port], holder, settings.AUDIT_LEASE_SECONDS) as lock:
         if not lock:
-            services.mark_sent(audit_id)  # this delivery lives on as the retry: no need for the reaper to resend
+            heartbeats().hold(audit_id)  # this delivery lives on as the retry, held here: see services.mark_held
             gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS)  # another audit of this server is running
         attempt = services.claim(audit_id)
         if not attempt:
