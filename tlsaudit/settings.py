@@ -365,9 +365,12 @@ LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
 VERIFICATION_MAX_AGE_DAYS = env_int("VERIFICATION_MAX_AGE_DAYS", 30, minimum=1)
 
 
-# Browser probes (issue #5): real Chromium page loads. A probe is 4 variants x K loads.
+# Browser probes (issue #5): real Chromium page loads. A round is 4 loads (variant x mode); a probe
+# runs rounds for its seconds (default PROBE_DEFAULT_SECONDS), at most PROBE_MAX_RUNS of them (#26).
 PROBE_RUNS_PER_DAY = env_int("PROBE_RUNS_PER_DAY", 50, minimum=0)
-PROBE_MAX_RUNS = env_int("PROBE_MAX_RUNS", 10, minimum=1)
+PROBE_MAX_RUNS = env_int("PROBE_MAX_RUNS", 20, minimum=1)
+PROBE_DEFAULT_SECONDS = env_int("PROBE_DEFAULT_SECONDS", 20, minimum=1)
+PROBE_MAX_SECONDS = env_int("PROBE_MAX_SECONDS", 120, minimum=1)
 PROBE_LOAD_TIMEOUT = env_int("PROBE_LOAD_TIMEOUT", 30, minimum=1)
 PROBE_SOFT_TIME_LIMIT = env_int("PROBE_SOFT_TIME_LIMIT", 240, minimum=10)
 PROBE_HARD_TIME_LIMIT = env_int("PROBE_HARD_TIME_LIMIT", 300, minimum=20)

@@ -91,18 +91,20 @@ def test_a_probe_is_queued_for_the_keys_creator(creator_api, alice, site_a, djan
     probe = Probe.objects.get()
     assert response["Location"] == detail(probe) == response.json()["url"]
     assert (probe.status, probe.requested_by, probe.loads_total) == ("queued", alice, 4)
-    assert probe.params == {"path": "/shop", "runs": 2, "variants": ["https"]}
+    assert probe.params == {"path": "/shop", "runs": 2, "seconds": 20, "variants": ["https"]}
     assert len(callbacks) == 1
 
 
 def test_defaults_fill_an_empty_body(creator_api, site_a):
     response = creator_api.post(probes(site_a), {}, format="json")
     assert response.status_code == 202
-    assert response.json()["params"] == {"path": "/", "runs": 5, "variants": ["https", "http"]}
+    # Sized by time (#26): 20 s of rounds, at most 20 of them
+    assert response.json()["params"] == {"path": "/", "runs": 20, "seconds": 20, "variants": ["https", "http"]}
 
 
 @pytest.mark.parametrize("body, field", [
-    ({"runs": 0}, "runs"), ({"runs": 11}, "runs"), ({"runs": "five"}, "runs"),
+    ({"runs": 0}, "runs"), ({"runs": 21}, "runs"), ({"runs": "five"}, "runs"),
+    ({"seconds": 4}, "seconds"), ({"seconds": 121}, "seconds"), ({"seconds": "long"}, "seconds"),
     ({"path": "shop"}, "path"), ({"path": "/a b"}, "path"), ({"path": "/" + "a" * 500}, "path"),
     ({"variants": ["ftp"]}, "variants"), ({"variants": []}, "variants"), ({"variants": "https"}, "variants"),
 ])

@@ -27,6 +27,7 @@ def test_it_prints_cold_and_warm_medians_as_json(probe_site):
     # The other scheme is probed on its default port (80), where nothing listens here.
     assert data["variant_errors"]["http"]["code"] == "refused"
     assert len(data["result"]["loads"]) == 3
+    assert (data["rounds"], data["planned_s"]) == (1, 20 + 10)   # --runs 1 caps the 20 s of rounds; + set-up
 
 
 def test_it_prints_a_table_for_people(probe_site):
@@ -39,7 +40,7 @@ def test_it_prints_a_table_for_people(probe_site):
     assert lines[3].split()[5:7] == ["7", "1"]
     assert "http failed: The server refused the connection (site.probe.test:80)." in out
     assert lines[0].startswith(f"Browser probe of https://site.probe.test:{probe_site.https_port}/ and "
-                               "http://site.probe.test:80/: 1 loads per row")
+                               "http://site.probe.test:80/: 1 round in 20 s (medians, ms)")
 
 
 def test_the_http_variant_goes_to_the_port_given(probe_site):
@@ -72,6 +73,8 @@ def test_it_exits_2_with_the_reason_when_the_probe_fails(probe_site):
     (("https://example.com/", "--runs", "two"), "--runs: 'two' is not a whole number"),
     (("https://example.com/", "--runs", "0"), "--runs must be between 1 and 50, got 0"),
     (("https://example.com/", "--runs", "51"), "--runs must be between 1 and 50, got 51"),
+    (("https://example.com/", "--seconds", "0.5"), "--seconds must be between 1 and 600 seconds, got 0.5"),
+    (("https://example.com/", "--seconds", "forever"), "--seconds: 'forever' is not a number of seconds"),
     (("https://example.com/", "--timeout", "soon"), "--timeout: 'soon' is not a number of seconds"),
     (("https://example.com/", "--timeout", "0.5"), "--timeout must be between 1 and 120 seconds, got 0.5"),
     (("https://example.com/", "--timeout", "nan"), "--timeout must be between 1 and 120 seconds, got nan"),

@@ -152,3 +152,38 @@ def test_a_warm_up_load_per_variant_comes_first_and_is_discarded(probe_browser, 
     assert [(x["variant"], x["mode"]) for x in result["loads"]] == [
         ("https", "cold"), ("http", "cold"), ("https", "warm"), ("http", "warm")]
     assert not any(x.get("warmup") for x in result["loads"])
+
+
+@pytest.mark.parametrize("run, elapsed_s, longest_s, fits", [
+    (0, 99.0, 99.0, True), (2, 99.0, 99.0, True),     # the first three rounds run whatever the time says
+    (3, 7.0, 2.9, True), (3, 7.0, 3.1, False),         # then one starts only while it fits the 10 s
+    (19, 0.0, 0.0, True),
+])
+def test_a_round_starts_while_it_fits_the_seconds_and_the_first_three_always(run, elapsed_s, longest_s, fits):
+    from workers.browser.probe import Session
+
+    session = Session(ProbeSpec(host="example.com", runs=20, seconds=10.0), None, None, {}, None, None)
+    assert session.round_fits(run, elapsed_s, longest_s) is fits
+
+
+def test_a_probe_sized_by_time_stops_when_the_next_round_would_not_fit(probe_site, probe_browser, site_spec):
+    """Given 2 s for rounds that take a few hundred ms here, when the probe runs with a cap of 50 rounds,
+    then it runs at least three, fewer than 50, and stops inside its 2 s (plus at most one round)."""
+    result = run_probe(ProbeSpec(**site_spec, runs=50, seconds=2.0), browser=probe_browser, allow_private=True)
+
+    assert result["error"] is None, result["error"]
+    rounds = sorted({load["run"] for load in result["loads"]})
+    assert rounds == list(range(len(rounds))) and 3 <= len(rounds) < 50, rounds
+    assert result["rounds_stopped_by"] == "seconds"
+    assert result["rounds_s"] <= 2.0 + result["rounds_s"] / len(rounds) * 2, result["rounds_s"]
+    for mode in ("cold", "warm"):
+        assert result["increase"][mode]["load"]["n"] == len(rounds)   # every round a pair, both variants
+
+
+def test_a_probe_sized_by_time_runs_three_rounds_when_one_is_longer_than_its_time(probe_site, probe_browser,
+                                                                                   site_spec):
+    result = run_probe(ProbeSpec(**site_spec, runs=50, seconds=0.01), browser=probe_browser, allow_private=True)
+
+    assert result["error"] is None, result["error"]
+    assert sorted({load["run"] for load in result["loads"]}) == [0, 1, 2]
+    assert result["increase"]["cold"]["load"]["n"] == 3 and result["increase"]["cold"]["load"]["low_pct"] is not None

@@ -137,7 +137,37 @@ def check_fits(page, name: str, width: int) -> list[str]:
                or not any(c["arrows"])]
     if outside:
         problems.append(f"{name} @ {width}px: error bars drawn outside the plot: {outside}")
+    flat = [c for c in page.evaluate(AXES) if c["decades"] >= 2 and c["type"] != "logarithmic"]
+    if flat:
+        problems.append(f"{name} @ {width}px: values spanning two decades or more on a linear axis: {flat}")
     return problems
+
+
+# Every chart with intervals (static/js/intervals.js): its points' span in decades and its value axis.
+AXES = """() => [...document.querySelectorAll('canvas')].map(c => window.Chart && Chart.getChart(c))
+  .filter(chart => chart && chart.data.datasets.some(d => d.intervals) && chart.scales.y && !chart.options.scales.y.stacked)
+  .map(chart => {
+    const points = chart.data.datasets.flatMap(d => (d.data || []).filter(v => typeof v === 'number'));
+    const positive = points.length && Math.min(...points) > 0;
+    return {chart: chart.canvas.id, type: chart.scales.y.type,
+            decades: positive ? Math.log10(Math.max(...points) / Math.min(...points)) : 0};
+  })"""
+
+
+def test_values_that_span_decades_get_a_log_axis_and_the_rest_a_linear_one(browser, live_server, alice):
+    """The rule the page check above applies, on the chart code the pages load: a loopback HTTP median
+    of 0.05 ms beside an HTTPS one of 20 ms on a log axis; 110 to 11,000 req/s too; 40 beside 60 not;
+    a negative change never (no log of it)."""
+    context = signed_in_context(browser, live_server, alice, 1280)
+    page = context.new_page()
+    visit(page, "/")
+    page.add_script_tag(url="/static/js/intervals.js")
+    axis = "spec => (window.intervalRange(spec).type || 'linear')"
+    assert page.evaluate(axis, {"datasets": [{"data": [0.05, 20]}]}) == "logarithmic"
+    assert page.evaluate(axis, {"datasets": [{"data": [900]}, {"data": [11000, 110]}]}) == "logarithmic"
+    assert page.evaluate(axis, {"datasets": [{"data": [40, 60], "intervals": [[1, 500], None]}]}) == "linear"
+    assert page.evaluate(axis, {"datasets": [{"data": [-14.8, 1000]}]}) == "linear"
+    context.close()
 
 
 def visit(page, url: str) -> None:

@@ -163,8 +163,11 @@ def test_the_default_deadline_is_the_plans_longest_duration_and_a_cell_lasts_its
     base = {"target": "localhost", "versions": "1.2,1.3", "suites": "", "agents": "10", "per_agent": "20",
             "repeats": "3", "resume": False, "timeout": "10", "ip": None, "ca_file": None, "insecure": False}
     plan = parse_arguments({**base, "seconds": None, "deadline": None})
-    # 2 warm-ups + 3 rounds x 12 cells (TLS 1.2 counted with its 6 candidate suites) at 2 s + 0.5 s, + 30 s
-    assert (plan["seconds"], plan["deadline"]) == (2.0, 125.0)
+    # 2 warm-ups + 3 rounds x 9 cells (every candidate suite: TLS 1.2's 6, TLS 1.3's 3) at 2 s + 0.5 s, + 30 s
+    assert (plan["seconds"], plan["planned_s"], plan["deadline"]) == (2.0, 72.5, 103.0)
+    named = parse_arguments({**base, "suites": "TLS_AES_128_GCM_SHA256", "versions": "1.3", "seconds": None,
+                             "deadline": None})
+    assert named["planned_s"] == (1 + 3 * 1) * 2.5   # the suites named, not every candidate
     assert parse_arguments({**base, "seconds": "1", "deadline": "40"})["deadline"] == 40.0
     with pytest.raises(ValueError, match="--seconds must be between 0.5 and 30"):
         parse_arguments({**base, "seconds": "0.1", "deadline": None})

@@ -237,8 +237,8 @@ def test_the_default_sweep_has_a_deadline_its_runs_fit_in():
                "repeats": "3", "time_limit": "5"}
     plan = parse_overhead(options)
 
-    assert longest_sweep_s(plan) == 5 * 20
-    assert parse_deadline(options, longest_sweep_s(plan)) == 100 + DEADLINE_AFTER_TIME_LIMIT_S
+    assert longest_sweep_s(plan) == pytest.approx((5 + 0.6) * 20)   # each run's set-up and requests in flight
+    assert parse_deadline(options, longest_sweep_s(plan)) == pytest.approx(112 + DEADLINE_AFTER_TIME_LIMIT_S)
     assert parse_deadline({**options, "deadline": "40"}, longest_sweep_s(plan)) == 40
     assert longest_sweep_s(parse_overhead({**options, "time_limit": "0"})) is None
 
@@ -296,3 +296,22 @@ def test_overhead_exits_2_when_a_side_cannot_connect(cli, tls_lab, refused_port)
     assert run.returncode == 2
     assert run.json["error"]["code"] == "no_connection"
     assert run.json["error"]["message"].startswith("HTTP at concurrency 1: No request could connect")
+
+
+def test_the_overhead_defaults_are_sized_by_time_with_the_single_visitor_first():
+    """No -n: each run lasts -t (2 s), its request count only capped as ab -t caps it; the levels are the
+    dashboard's, c=1 first; the plan's longest time is known before it starts."""
+    from tlsaudit.loadtests.management.commands.loadtest import AB_TIME_LIMIT_REQUESTS
+    from tlsaudit.loadtests.management.commands.overhead import DEFAULT_LEVELS, longest_sweep_s, parse_overhead
+
+    options = {"host": "localhost", "ip": "127.0.0.1", "keepalive": False, "timeout": "5", "processes": "1",
+               "http_port": "80", "https_port": "443", "path": "/", "levels": DEFAULT_LEVELS, "requests": None,
+               "repeats": None, "time_limit": "2"}
+    plan = parse_overhead(options)
+
+    assert plan["levels"][0] == 1 and (plan["time_limit"], plan["requests"]) == (2.0, AB_TIME_LIMIT_REQUESTS)
+    assert longest_sweep_s(plan) == pytest.approx((2 + 0.6) * (2 + 4 * 2 * 3))
+    untimed = parse_overhead({**options, "time_limit": "0"})
+    assert (untimed["time_limit"], untimed["requests"]) == (None, 500)
+    with pytest.raises(ValueError, match="the limit is 2,000,000"):
+        parse_overhead({**options, "requests": "1000000"})

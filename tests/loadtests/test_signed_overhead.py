@@ -166,7 +166,7 @@ def test_https_faster_is_a_negative_overhead_in_the_cli_json_and_text(tls_lab, s
            "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none"}
     as_json, as_text = (subprocess.run([sys.executable, str(MANAGE_PY), *args, *extra], env=env, text=True,
                                        capture_output=True, timeout=240)
-                        for extra in (["--repeats", "5", "--json"], ["--repeats", "3"]))
+                        for extra in (["--repeats", "5", "--json"], ["--repeats", "5"]))
 
     assert as_json.returncode == 0, as_json.stdout + as_json.stderr
     data = json.loads(as_json.stdout)

@@ -73,7 +73,8 @@ def test_a_member_starts_a_probe_and_follows_it(login, alice, org_a, site_a, dja
     probe = Probe.objects.get(site=site_a)
     assert response.status_code == 302 and response["Location"] == probe.get_absolute_url()
     assert (probe.status, probe.params, probe.loads_total) == ("queued", {"path": "/shop", "runs": 2,
-                                                                         "variants": ["https", "http"]}, 8)
+                                                                         "seconds": 20, "variants": ["https", "http"]},
+                                                                8)
     assert (probe.requested_by, probe.organization, probe.host) == (alice, org_a, "shop.example.com")
     assert len(callbacks) == 1   # sent to the broker only once the row is committed
 
@@ -119,8 +120,11 @@ def test_the_daily_cap_refuses_with_the_organizations_numbers(login, alice, org_
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"runs": 11}, "Repetitions must be between 1 and 10."),
-    ({"runs": 0}, "Repetitions must be between 1 and 10."),
+    ({"runs": 21}, "Repetitions must be between 1 and 20."),
+    ({"runs": 0}, "Repetitions must be between 1 and 20."),
+    ({"seconds": 4}, "The time must be between 5 and 120 seconds."),
+    ({"seconds": 121}, "The time must be between 5 and 120 seconds."),
+    ({"seconds": "long"}, "The time must be a whole number of seconds."),
     ({"runs": "many"}, "Repetitions must be a whole number."),
     ({"path": "no-slash"}, "The path must start with /"),
     ({"variants": ["ftp"]}, "Variants must be https and/or http."),

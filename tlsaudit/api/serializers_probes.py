@@ -9,7 +9,7 @@ from tlsaudit.api.optional_fields import OptionalInSchema
 from tlsaudit.api.serializers_perf import ChartSerializer
 from tlsaudit.probes.models import Probe
 from tlsaudit.probes.presenters import ERROR_HELP, charts_for, increase_table, page_facts, page_table
-from tlsaudit.probes.services import VARIANTS, increase_of, increase_pct_of
+from tlsaudit.probes.services import MIN_SECONDS, VARIANTS, increase_of, increase_pct_of, max_seconds
 
 HEAVY_COLUMNS = ("result", "summary")
 
@@ -26,7 +26,7 @@ class ProbeSerializer(FieldsMixin, serializers.ModelSerializer):
                   "current_step", "params", "host", "ip", "created_at", "started_at", "finished_at", "duration_s",
                   "error_code", "error_message"]
         read_only_fields = fields
-        extra_kwargs = {"params": {"help_text": "{path, runs, variants}, normalised."}}
+        extra_kwargs = {"params": {"help_text": "{path, runs, seconds, variants}, normalised."}}
 
     def get_url(self, probe) -> str:
         return object_url("api:probe-detail", probe.pk)
@@ -100,8 +100,12 @@ class ProbeWithRawSerializer(OptionalInSchema, ProbeDetailSerializer):
 
 class ProbeRequestSerializer(serializers.Serializer):
     path = serializers.CharField(required=False, max_length=500, help_text="The page to load (default /).")
+    seconds = serializers.IntegerField(
+        required=False, min_value=MIN_SECONDS, max_value=max_seconds(),
+        help_text=f"Time for the measured rounds, like ab -t (default {settings.PROBE_DEFAULT_SECONDS}); rounds (HTTPS "
+                  "and HTTP, cold and warm) run while the next fits, at least 3 (an interval needs them).")
     runs = serializers.IntegerField(required=False, min_value=1, max_value=settings.PROBE_MAX_RUNS,
-                                    help_text="Repetitions of each variant and mode (default 5).")
+                                    help_text=f"At most this many rounds (default {settings.PROBE_MAX_RUNS}).")
     variants = serializers.ListField(child=serializers.ChoiceField(choices=list(VARIANTS)), required=False,
                                      min_length=1, help_text="https and/or http (default both).")
 

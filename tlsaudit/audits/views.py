@@ -7,6 +7,7 @@ from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
 from tlsaudit.audits.presenters import error_label, present_report, progress_steps
 from tlsaudit.audits.queries import UNSHOWN_FIELDS
+from tlsaudit.audits.visitor import with_visitor_effects
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import site_for
 
@@ -39,6 +40,7 @@ def audit_detail(request, org, pk, audit_id):
                "error_label": error_label(audit.error_code)}
     if audit.status == Audit.Status.DONE:
         context.update(present_report(audit))
+        context["recommendations"] = with_visitor_effects(context["recommendations"], site)
     template = "audits/detail.html#audit-body" if request.htmx else "audits/detail.html"
     return render(request, template, context)
 

@@ -24,6 +24,11 @@ METRICS = COUNT_METRICS + TIMING_METRICS
 CONNECT_PHASES = ("connect", "tls")
 VARIANTS = ("https", "http")
 MODES = ("cold", "warm")
+# A probe is sized by time (#26): rounds (HTTPS and HTTP, cold and warm) run while the next fits its
+# seconds, never fewer than MIN_ROUNDS (an interval needs them); SETUP_S is what comes on top, at
+# 150 ms RTT: Chromium's start, the RTT connects and the warm-up loads.
+MIN_ROUNDS = compare.MIN_PAIRS
+SETUP_S = 10
 STATS_VERSION = 2   # 2: one definition, compare.median_change (1: Hodges-Lehmann beside a ratio of medians)
 
 

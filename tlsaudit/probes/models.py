@@ -7,6 +7,9 @@ summary derived from it (tlsaudit.domain.probe_stats) live on the row; the page 
 from django.conf import settings
 from django.db import models
 from django.urls import reverse
+from django.utils import timezone
+
+from tlsaudit.domain.probe_stats import SETUP_S as PROBE_SETUP_S
 
 
 class Probe(models.Model):
@@ -19,7 +22,8 @@ class Probe(models.Model):
     site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="probes")
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="probes")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    # {"path": "/", "runs": 5, "variants": ["https", "http"]} (services.validate_params)
+    # {"path": "/", "runs": 20, "seconds": 20, "variants": ["https", "http"]} (services.validate_params);
+    # probes from before #26 have no "seconds": they ran exactly `runs` rounds.
     params = models.JSONField(default=dict, blank=True)
     loads_done = models.PositiveIntegerField(default=0)
     loads_total = models.PositiveIntegerField(default=0)
@@ -58,6 +62,23 @@ class Probe(models.Model):
 
     @property
     def percent(self) -> int:
+        """Of the loads planned; of the planned time for a probe sized by time (its load count is a cap)."""
         if self.is_finished:
             return 100
+        seconds = self.params.get("seconds")
+        if seconds and self.started_at:
+            elapsed = (timezone.now() - self.started_at).total_seconds()
+            return min(99, round(100 * elapsed / (seconds + PROBE_SETUP_S)))
         return min(99, round(100 * self.loads_done / self.loads_total)) if self.loads_total else 0
+
+    @property
+    def rounds_done(self) -> int:
+        """Measured rounds (each: HTTPS and HTTP, cold and warm): the most loads of one variant and mode."""
+        cells = (self.summary or {}).get("summary") or {}
+        return max((cell.get("samples") or 0 for cell in cells.values()), default=0)
+
+    @property
+    def plan_text(self) -> str:
+        seconds = self.params.get("seconds")
+        runs = self.params.get("runs")
+        return f"{seconds} s, at most {runs} rounds" if seconds else f"{runs} rounds"

@@ -19,6 +19,7 @@ from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain import probe_stats
 from tlsaudit.domain.applicability import PROBE, not_applicable_reason
+from tlsaudit.domain.probe_stats import SETUP_S
 from tlsaudit.orgs.models import Organization
 from tlsaudit.probes.models import Probe
 
@@ -26,6 +27,7 @@ PROBE_TASK = "workers.tasks.browser.run_probe"
 ACTIVE = (Probe.Status.QUEUED, Probe.Status.RUNNING)
 VARIANTS = ("https", "http")
 MODES = ("cold", "warm")
+MIN_SECONDS = 5
 
 
 class ProbeRefused(Exception):
@@ -44,10 +46,11 @@ class ProbeRateLimited(RateLimited, ProbeRefused):
 # --- params --------------------------------------------------------------------------------
 
 def validate_params(raw: dict) -> dict:
-    """{"path", "runs", "variants"} normalised, or ProbeRefused("invalid_params")."""
+    """{"path", "runs", "seconds", "variants"} normalised, or ProbeRefused("invalid_params"). A probe is
+    sized by time (`seconds`, like ab -t); `runs` caps its rounds."""
     try:
         return {"path": clean_path(raw.get("path")), "runs": clean_runs(raw.get("runs")),
-                "variants": clean_variants(raw.get("variants"))}
+                "seconds": clean_seconds(raw.get("seconds")), "variants": clean_variants(raw.get("variants"))}
     except (TypeError, ValueError) as exc:
         raise ProbeRefused("invalid_params", str(exc)) from None
 
@@ -61,12 +64,33 @@ def clean_path(value) -> str:
 
 def clean_runs(value) -> int:
     try:
-        runs = int(5 if value in (None, "") else value)
+        runs = int(settings.PROBE_MAX_RUNS if value in (None, "") else value)
     except (TypeError, ValueError):
         raise ValueError("Repetitions must be a whole number.") from None
     if not 1 <= runs <= settings.PROBE_MAX_RUNS:
         raise ValueError(f"Repetitions must be between 1 and {settings.PROBE_MAX_RUNS}.")
     return runs
+
+
+def clean_seconds(value) -> int:
+    try:
+        seconds = int(settings.PROBE_DEFAULT_SECONDS if value in (None, "") else value)
+    except (TypeError, ValueError):
+        raise ValueError("The time must be a whole number of seconds.") from None
+    if not MIN_SECONDS <= seconds <= max_seconds():
+        raise ValueError(f"The time must be between {MIN_SECONDS} and {max_seconds()} seconds.")
+    return seconds
+
+
+def max_seconds() -> int:
+    """What fits the task's time limit with the browser's start and the last round's overshoot."""
+    return max(MIN_SECONDS, min(settings.PROBE_MAX_SECONDS, settings.PROBE_SOFT_TIME_LIMIT - 2 * SETUP_S))
+
+
+def planned_s(params: dict) -> int:
+    """The longest a probe of these params should take (shown before Start): its rounds' time, and the
+    browser's start and the warm-up loads."""
+    return int(params.get("seconds") or settings.PROBE_DEFAULT_SECONDS) + SETUP_S
 
 
 def clean_variants(value) -> list[str]:

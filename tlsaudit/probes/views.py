@@ -30,6 +30,8 @@ def overview_context(request, org, site, **extra) -> dict:
         latest.result = Probe.objects.values_list("result", flat=True).get(pk=latest.pk)
     context = {"org": org, "site": site, "probes": probes, "probe": latest, "can_run": roles.can(org.role, RUN_ACTION),
                "email_verified": request.user.email_verified, "max_runs": settings.PROBE_MAX_RUNS,
+               "default_seconds": settings.PROBE_DEFAULT_SECONDS, "max_seconds": services.max_seconds(),
+               "min_seconds": services.MIN_SECONDS, "setup_s": services.SETUP_S,
                "runs_per_day": settings.PROBE_RUNS_PER_DAY,
                "not_applicable": not_applicable_reason(site.tls_service, PROBE), **extra}
     if latest is not None:
@@ -47,7 +49,8 @@ def browser_overview(request, org, pk):
 @require_POST
 def probe_start(request, org, pk):
     org, site = site_for(request, org, pk, RUN_ACTION)
-    raw = {"runs": request.POST.get("runs") or 5, "path": request.POST.get("path") or "/",
+    raw = {"runs": request.POST.get("runs"), "seconds": request.POST.get("seconds"),
+           "path": request.POST.get("path") or "/",
            "variants": request.POST.getlist("variants") or None}
     try:
         probe = services.queue_probe(site, raw, user=request.user)

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.audits.presenters import present_report
+from tlsaudit.audits.visitor import with_visitor_effects
 from tlsaudit.domain.applicability import tools_not_applicable
 from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.loadtests import presenters as perf_presenters
@@ -39,6 +40,8 @@ def site_report(site, audit, *, org=None) -> dict:
                "charts": []}
     if audit is not None:
         context.update(present_report(audit))
+        if site.pk:
+            context["recommendations"] = with_visitor_effects(context["recommendations"], site)
     context["tools_not_applicable"] = tools_not_applicable(site.tls_service)
     if site.pk:
         history = history_chart(site)

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 from tlsaudit.audits.models import Audit
 from tlsaudit.audits.queries import UNSHOWN_FIELDS, listed
 from tlsaudit.audits.services import queue_audits
+from tlsaudit.audits.visitor import with_visitor_effects
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.domain.applicability import tools_not_applicable
@@ -102,7 +103,16 @@ def site_detail(request, org, pk):
         "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
         "latest": latest, "since_previous": since_previous(site),
         "tools_not_applicable": tools_not_applicable(site.tls_service),
+        "side_by_side": side_by_side(site, latest),
     })
+
+
+def side_by_side(site, latest) -> list[dict]:
+    """The latest audit's recommendations with their grade effect and their effect on a visitor's time."""
+    if latest is None:
+        return []
+    report = Audit.objects.values_list("report", flat=True).get(pk=latest.pk) or {}
+    return with_visitor_effects(report.get("recommendations") or [], site)
 
 
 def since_previous(site):

@@ -4,11 +4,13 @@
    probe's contexts connect only through the guard's SOCKS5 proxy (proxy.py); `refused` lists the
    requests it turned away (a subresource on a private address does not fail the page).
 2. Get a browser that trusts `spec.ca_pem` and pins the target (reuse the caller's if it fits).
-3. A discarded cold load per variant (warm-up), then for run in 0..K-1: open a fresh context per
+3. A discarded cold load per variant (warm-up), then round after round (run 0..K-1): open a fresh context per
    variant and load the page in it (cold: empty cache, new connections, new TLS handshake); then
    `page.reload()` in each (warm: conditional requests,
    304s, cache hits). The variant order alternates per run (https first, then http first), so
-   neither variant always goes first.
+   neither variant always goes first. With `spec.seconds` the probe is sized by time, as `ab -t`:
+   after MIN_ROUNDS rounds, another starts only while it fits in the seconds left (judged by the
+   longest round so far), up to K; without it, K rounds.
 4. Per load: Navigation Timing Level 2 phases of the main document, CDP network counts (recorder.py).
 5. The first load of a variant that fails skips that variant's remaining loads. The probe `error` is
    set when the HTTPS variant failed or no variant loaded; an HTTP-only failure (a site without
@@ -40,7 +42,7 @@ from workers.browser.errors import CANCELLED, classify_load_error
 from workers.browser.guard import AddressGuard
 from workers.browser.proxy import GuardedProxy
 from workers.browser.recorder import Recorder
-from workers.browser.spec import MODES, VARIANTS, ProbeSpec
+from workers.browser.spec import MIN_ROUNDS, MODES, VARIANTS, ProbeSpec
 from workers.net.errors import INVALID_TARGET, TIMEOUT, TargetError
 
 NAVIGATION_ENTRY = """() => new Promise(resolve => {
@@ -76,6 +78,8 @@ def check_spec(spec: ProbeSpec) -> None:
         raise TargetError(INVALID_TARGET, f"runs must be between 1 and 100, got {spec.runs}.")
     if not 0 < spec.timeout_s <= 300:
         raise TargetError(INVALID_TARGET, f"timeout_s must be between 0 and 300 s, got {spec.timeout_s}.")
+    if spec.seconds is not None and not 0 < spec.seconds <= 3600:
+        raise TargetError(INVALID_TARGET, f"seconds must be between 0 and 3600, got {spec.seconds}.")
     if spec.deadline_s is not None and not 0 < spec.deadline_s <= 3600:
         raise TargetError(INVALID_TARGET, f"deadline_s must be between 0 and 3600 s, got {spec.deadline_s}.")
     unknown = [v for v in spec.variants if v not in VARIANTS]
@@ -167,28 +171,48 @@ class Session:
 
     def run(self) -> None:
         self.warm_up()
+        started, longest = time.monotonic(), 0.0
         for run in range(self.spec.runs):
-            order = self.spec.variants if run % 2 == 0 else tuple(reversed(self.spec.variants))
-            live = [v for v in order if v not in self.result["variant_errors"]]
-            if not live or "https" in self.result["variant_errors"]:
-                return
-            tabs = {}
-            try:
-                for mode in MODES:
-                    for variant in live:
-                        if self.cancel and self.cancel():
-                            raise TargetError(CANCELLED, "The probe was cancelled.")
-                        if variant in self.result["variant_errors"]:
-                            continue
-                        if "https" in self.result["variant_errors"]:
-                            return
-                        timeout_s = self.time_for_a_load()
-                        if mode == "cold":
-                            tabs[variant] = Tab(self.browser, self.guard, self.proxy)
-                        self.record(tabs[variant].load(self.spec, variant, mode, run, timeout_s))
-            finally:
-                for tab in tabs.values():
-                    tab.close()
+            if not self.round_fits(run, time.monotonic() - started, longest):
+                self.result["rounds_stopped_by"] = "seconds"
+                break
+            round_started = time.monotonic()
+            if self.run_round(run) is False:
+                break
+            longest = max(longest, time.monotonic() - round_started)
+        self.result["rounds_s"] = round(time.monotonic() - started, 3)
+
+    def round_fits(self, run: int, elapsed_s: float, longest_s: float) -> bool:
+        """Whether round `run` may start: always the first MIN_ROUNDS, then while it fits the time."""
+        if self.spec.seconds is None or run < MIN_ROUNDS:
+            return True
+        return elapsed_s + longest_s <= self.spec.seconds
+
+    def run_round(self, run: int) -> bool:
+        """Round `run`: a fresh context per live variant, its cold load then its warm reload. False when
+        the probe has failed (HTTPS failed, or nothing left to load)."""
+        order = self.spec.variants if run % 2 == 0 else tuple(reversed(self.spec.variants))
+        live = [v for v in order if v not in self.result["variant_errors"]]
+        if not live or "https" in self.result["variant_errors"]:
+            return False
+        tabs = {}
+        try:
+            for mode in MODES:
+                for variant in live:
+                    if self.cancel and self.cancel():
+                        raise TargetError(CANCELLED, "The probe was cancelled.")
+                    if variant in self.result["variant_errors"]:
+                        continue
+                    if "https" in self.result["variant_errors"]:
+                        return False
+                    timeout_s = self.time_for_a_load()
+                    if mode == "cold":
+                        tabs[variant] = Tab(self.browser, self.guard, self.proxy)
+                    self.record(tabs[variant].load(self.spec, variant, mode, run, timeout_s))
+        finally:
+            for tab in tabs.values():
+                tab.close()
+        return True
 
     def warm_up(self) -> None:
         """One discarded cold load per variant first: the browser's first navigation to a site pays for

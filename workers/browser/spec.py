@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from tlsaudit.domain.probe_stats import MIN_ROUNDS  # noqa: F401 — the engine's contract names it
+
 VARIANTS = ("https", "http")
 MODES = ("cold", "warm")
 TIMING_METRICS = ("redirect", "dns", "connect", "tls", "ttfb", "download", "dom_interactive",
@@ -41,10 +43,11 @@ class ProbeSpec:
     path: str = "/"
     ip: str | None = None            # pinned: Chromium --host-resolver-rules maps host -> ip
     ca_pem: str | None = None        # the organization's CA, trusted for real (not ignore-errors)
-    runs: int = 5                    # K repetitions of each variant x mode
+    runs: int = 20                   # at most K repetitions of each variant x mode (a cap when `seconds` is set)
     timeout_s: float = 30.0          # per page load
     variants: tuple[str, ...] = VARIANTS
     deadline_s: float | None = None  # the whole probe: no load starts after it, none runs past it
+    seconds: float | None = None     # time for the measured rounds: another starts while it fits (MIN_ROUNDS first)
 
     def to_dict(self) -> dict:
         return asdict(self)

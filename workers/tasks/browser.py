@@ -76,6 +76,7 @@ def spec_for(probe, checked_ip: str):
     return ProbeSpec(host=site.hostname, https_port=site.https_port, http_port=site.http_port,
                      path=probe.params.get("path", "/"), ip=ip,
                      ca_pem=site.organization.custom_ca_pem or None, runs=probe.params.get("runs", 5),
+                     seconds=probe.params.get("seconds"),
                      timeout_s=float(settings.PROBE_LOAD_TIMEOUT),
                      variants=tuple(probe.params.get("variants") or ("https", "http")),
                      deadline_s=max(1.0, float(settings.PROBE_SOFT_TIME_LIMIT - ENGINE_MARGIN_S)))
@@ -92,7 +93,7 @@ def probe_and_store(probe, spec) -> str:
     except (SoftTimeLimitExceeded, TimeoutError):
         cancelled.set()  # the engine stops at its next check; the browser stays for the next probe
         services.fail(probe, "time_limit", f"The probe did not finish within {limit} s: the pages load too slowly. "
-                                        "Try fewer repetitions.")
+                                        "Try a shorter time.")
         return gate.FAILED
     except TargetError as exc:  # the engine's own verdict, e.g. Chromium won't start
         services.fail(probe, exc.code, exc.message)

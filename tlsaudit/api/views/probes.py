@@ -57,7 +57,8 @@ class SiteProbeList(CsvListMixin, mixins.ListModelMixin, OrgView):
 
     @extend_schema(
         summary="Start a browser probe of the site",
-        description="Loads the page in Chromium over HTTPS and HTTP, cold and warm, `runs` times each. A probe "
+        description="Loads the page in Chromium over HTTPS and HTTP, cold and warm, round after round for `seconds` "
+                    "(at least 3 rounds, at most `runs`). A probe "
                     "acts for a person with a verified email: the signed-in user, or for a key the member who "
                     "created it. Answers 202 with the queued probe and its URL in `Location`. Refusals: 400 "
                     "`not_applicable` (a site that is not HTTPS: an SMTP server has no page to load); 403 "

@@ -24,6 +24,7 @@ from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.handshake_stats import cell_rows, compare_resumption, compare_versions
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.loadtests.plans import WORST_CASE_SUITES
 from workers.load.handshake import (
     TLS13_STANDARD_SUITES,
     HandshakeError,
@@ -59,8 +60,9 @@ class Command(TargetCommand):
                             help="comma-separated IANA or OpenSSL suite names (default: TLS 1.3's three, "
                                  "and the TLS 1.2 ECDHE AEAD suites the server accepts)")
         parser.add_argument("--agents", default="10", help="concurrent agents, one level or a list: 10,25,50")
-        parser.add_argument("--per-agent", default="20",
-                            help="at most this many handshakes per agent and cell (default %(default)s)")
+        parser.add_argument("--per-agent", default=None,
+                            help=f"at most this many handshakes per agent and cell (default {MAX_PER_AGENT}: the "
+                                 "cell's --seconds decide)")
         parser.add_argument("--seconds", default=str(CELL_SECONDS),
                             help="each cell lasts at most this long, like ab -t (default %(default)s)")
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
@@ -87,6 +89,8 @@ class Command(TargetCommand):
         stall_s = max(float(setting("LOAD_STALL_SECONDS")), plan["timeout"] + STALL_MARGIN_S)
         startup = startup_s()
         progress = self.progress(unit="handshakes")
+        progress.note(f"Plan: {plan['cells']} cells x {plan['repeats']} repeats of at most {plan['seconds']:g} s each "
+                      f"after a warm-up per version: at most {plan['planned_s']:.0f} s")
         cells = handshake_matrix(target.host, target.port, ip=target.ip, versions=plan["versions"],
                                  suites=plan["suites"], agents_levels=plan["agents"],
                                  per_agent=plan["per_agent"], resume=plan["resume"], timeout_s=plan["timeout"],
@@ -104,7 +108,8 @@ class Command(TargetCommand):
             self.fail("no_handshake", nothing_connected(cells), host=target.host, port=target.port,
                       ip=target.ip, cells=[without_histograms(c) for c in cells])
         report = {"host": target.host, "port": target.port, "ip": target.ip, "repeats": plan["repeats"],
-                  "verified": plan["ca_file"] is not None, "startup_s": startup,
+                  "verified": plan["ca_file"] is not None, "startup_s": startup, "planned_s": plan["planned_s"],
+                  "seconds": plan["seconds"],
                   "cells": [without_histograms(c) for c in cells], "summary": cell_rows(measured),
                   "tls13_vs_tls12": compare_versions(measured), "resumption": compare_resumption(measured)}
         self.finish(report if self.as_json else render_table(report))
@@ -124,22 +129,25 @@ def parse_arguments(options) -> dict:
     suites = split_list(options["suites"], "--suites", allow_empty=True)
     check_suites(suites, versions)
     agents = [parse_int(a, "--agents", 1, MAX_AGENTS) for a in split_list(options["agents"], "--agents")]
-    per_agent = parse_int(options["per_agent"], "--per-agent", 1, MAX_PER_AGENT)
+    given = options.get("per_agent") not in (None, "")
+    per_agent = parse_int(options["per_agent"], "--per-agent", 1, MAX_PER_AGENT) if given else MAX_PER_AGENT
     repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
     timeout = parse_int(options["timeout"], "--timeout", 1, 120)
     ca_file = parse_ca_file(options.get("ca_file"), options.get("insecure"))
     seconds = parse_seconds(options.get("seconds") or CELL_SECONDS)
-    cells = len(versions) * max(1, len(suites) or 6) * len(agents)
+    cells = len(agents) * sum(len([s for s in suites if suite_version(iana_name(s)) == v]) or WORST_CASE_SUITES[v]
+                              for v in dict.fromkeys(versions))
+    planned = longest_s(cells, repeats, options["resume"], len(versions), seconds)
     deadline = (parse_int(options["deadline"], "--deadline", 5, MAX_DEADLINE_S) if options.get("deadline") else
-                default_deadline(cells, repeats, options["resume"], len(versions), seconds))
-    if cells * per_agent * max(agents) * repeats > MAX_HANDSHAKES:
+                default_deadline(planned))
+    if given and cells * per_agent * max(agents) * repeats > MAX_HANDSHAKES:
         raise ValueError(f"this run could make up to {cells * per_agent * max(agents) * repeats:,} handshakes; "
                          f"the limit is {MAX_HANDSHAKES:,} (lower --agents, --per-agent or --repeats)")
     return {"host": address.hostname, "port": address.port or 443, "ip": parse_ip(options.get("ip")),
             "versions": tuple(dict.fromkeys(versions)), "suites": tuple(suites) or None,
             "agents": tuple(dict.fromkeys(agents)), "per_agent": per_agent, "resume": options["resume"],
             "timeout": float(timeout), "repeats": repeats, "ca_file": ca_file, "deadline": float(deadline),
-            "seconds": seconds}
+            "seconds": seconds, "cells": cells, "planned_s": planned}
 
 
 def parse_seconds(text) -> float:
@@ -152,11 +160,17 @@ def parse_seconds(text) -> float:
     return value
 
 
-def default_deadline(cells: int, repeats: int, resume: bool, versions: int, seconds: float) -> int:
-    """The longest the matrix can take (every cell at its seconds, warm-ups and resumed cells included,
-    TLS 1.2 counted with all 6 candidate suites) plus a margin; never under CLI_DEADLINE_SECONDS."""
+def longest_s(cells: int, repeats: int, resume: bool, versions: int, seconds: float) -> float:
+    """The longest the matrix can take: every cell at its seconds, warm-ups and resumed cells included,
+    each version counted with all its candidate suites unless --suites names them (printed before it
+    starts, `planned_s` in --json)."""
     runs = versions + repeats * (cells + (versions if resume else 0))
-    return max(int(setting("CLI_DEADLINE_SECONDS")), math.ceil(runs * (seconds + CELL_OVERHEAD_S)) + DEADLINE_MARGIN_S)
+    return runs * (seconds + CELL_OVERHEAD_S)
+
+
+def default_deadline(planned_s: float) -> int:
+    """The plan's longest time plus a margin; never under CLI_DEADLINE_SECONDS."""
+    return max(int(setting("CLI_DEADLINE_SECONDS")), math.ceil(planned_s) + DEADLINE_MARGIN_S)
 
 
 def split_list(text, option: str, allow_empty: bool = False) -> list[str]:

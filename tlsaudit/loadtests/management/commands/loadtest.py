@@ -34,6 +34,7 @@ from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.abstats import ab_report, ab_text, cell_summary, run_figures
 from tlsaudit.domain.hostnames import AddressError, parse_address
+from tlsaudit.loadtests.plans import STEP_OVERHEAD_S
 from workers.load.client import LoadError, run_load
 from workers.load.spec import LoadSpec
 
@@ -47,6 +48,7 @@ WARMUP_REQUESTS = 50
 AB_TIME_LIMIT_REQUESTS = 50_000   # ab -t without -n runs at most this many requests
 DEFAULT_REQUESTS = 100
 DEADLINE_AFTER_TIME_LIMIT_S = 30  # with -t, the default deadline leaves this much for start-up and the end
+RUN_SLACK_S = STEP_OVERHEAD_S     # a run's set-up and its requests in flight when -t runs out
 STALL_MARGIN_S = 5.0              # the stall bound is at least one request timeout and this
 
 
@@ -76,7 +78,7 @@ class Command(TargetCommand):
     def parse(self, options):
         spec = parse_loadtest(options)
         repeats = parse_int(options.get("repeats") or 1, "--repeats", 1, MAX_REPEATS)
-        return spec, parse_deadline(options, spec.time_limit_s), repeats
+        return spec, parse_deadline(options, planned_s(spec, repeats)), repeats
 
     def run(self, plan):
         spec, deadline_s, repeats = plan
@@ -89,6 +91,10 @@ class Command(TargetCommand):
         if error is not None:
             self.fail(error.code, error.message, host=spec.host, port=spec.port)
         startup = startup_s()
+        planned = planned_s(spec, repeats)
+        if planned is not None:
+            self.progress().note(f"Plan: {repeats} run{'s' if repeats > 1 else ''} of at most {spec.time_limit_s:g} s: "
+                                 f"at most {planned:.0f} s")
 
         def cut_short(result: dict):
             return ended_early(result, spec.time_limit_s, deadline_s)
@@ -102,7 +108,7 @@ class Command(TargetCommand):
             self.fail(*ended, host=spec.host, port=spec.port, ip=spec.ip, report=report)
         cell = cell_summary([run_figures(r) for r in reports])
         if self.as_json:
-            self.finish({**cli_json(spec, report), "startup_s": startup, "repeats": len(reports),
+            self.finish({**cli_json(spec, report), "startup_s": startup, "planned_s": planned, "repeats": len(reports),
                          "summary": cell, "runs": [run_figures(r) for r in reports]})
         self.finish(ab_text(report) + repeats_text(cell, len(reports)) + startup_text(startup))
 
@@ -244,6 +250,11 @@ def parse_loadtest(options):
                     time_limit_s=time_limit, headers=tuple(parse_header(h) for h in options["headers"]),
                     ca_file=ca_file, insecure=ca_file is None, tls_version=tls_version,
                     ciphers=options.get("ciphers") or None, **parse_common(options))
+
+
+def planned_s(spec, repeats: int) -> float | None:
+    """With -t, the longest the runs can take (each to its limit, plus its set-up and requests in flight)."""
+    return (spec.time_limit_s + RUN_SLACK_S) * repeats if spec.time_limit_s else None
 
 
 def parse_deadline(options, time_limit_s: float | None = None) -> float:

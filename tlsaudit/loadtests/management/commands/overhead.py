@@ -1,10 +1,12 @@
 """python manage.py overhead HOST [--ip IP] [--http-port P] [--https-port P] [--path /]
-                             [--levels 1,20,40] [-n N] [-t S] [--repeats R] [-k] [--timeout S]
+                             [--levels 1,20,50,100] [-t S] [-n N] [--repeats R] [-k] [--timeout S]
                              [--processes P] [--deadline S] [--json]
 
 What TLS costs a site, the seeds' way, measured soundly: after a discarded warm-up per side, R rounds
-(default 3); in each, at every concurrency level, n requests over HTTP and over HTTPS back to back
-(each run also stops after -t seconds, default 5, as on the dashboard), the pair's order alternating by round (so drift hits both sides and neither always goes first).
+(default 3); in each, at every concurrency level, a run over HTTP and a run over HTTPS back to back,
+each for -t seconds (default 2, like ab -t; -n caps its requests, as ab's -n with -t), the pair's
+order alternating by round (so drift hits both sides and neither always goes first). The plan's
+longest time is printed before it starts (`planned_s` in --json).
 Per level: the overhead signed, with its 95 % interval: the median of every request's time
 (HTTPS - HTTP) / HTTP, beside the two medians (tlsaudit.domain.compare: drift between the repeats
 widens the interval), and the end-to-end requests/s (HTTP - HTTPS) / HTTP over the repeats; both
@@ -26,9 +28,11 @@ from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
 from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
+    AB_TIME_LIMIT_REQUESTS,
     MAX_CONCURRENCY,
     MAX_REQUESTS,
     MAX_TIME_LIMIT_S,
+    RUN_SLACK_S,
     add_target_arguments,
     deadline_message,
     ended_early,
@@ -39,12 +43,13 @@ from tlsaudit.loadtests.management.commands.loadtest import (
     parse_seconds,
     within,
 )
-from tlsaudit.loadtests.plans import RUN_TIME_LIMIT_S, WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
+from tlsaudit.loadtests.plans import WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
 from workers.load.client import LoadError, run_load
 from workers.load.spec import LoadSpec
 
-DEFAULT_LEVELS = "1,20,40,60,80,100"
-DEFAULT_REQUESTS = 500
+DEFAULT_LEVELS = "1,20,50,100"      # the dashboard's sweep: the single visitor first
+DEFAULT_SECONDS = 2.0
+UNTIMED_REQUESTS = 500              # -n when -t 0 (no time limit) and no -n
 DEFAULT_REPEATS = 3
 MAX_REPEATS = 20
 MAX_LEVELS = 20
@@ -63,11 +68,12 @@ class Command(TargetCommand):
         parser.add_argument("--https-port", default="443", help="HTTPS port (default 443)")
         parser.add_argument("--path", default="/", help="path to request on both sides (default /)")
         parser.add_argument("--levels", default=DEFAULT_LEVELS, help=f"concurrency levels (default {DEFAULT_LEVELS})")
-        parser.add_argument("-n", dest="requests", default=str(DEFAULT_REQUESTS),
-                            help=f"requests per level, side and repeat (default {DEFAULT_REQUESTS})")
-        parser.add_argument("-t", dest="time_limit", default=f"{RUN_TIME_LIMIT_S:g}",
-                            help="stop each run after this many seconds if its n requests are not done by then (like "
-                                 "ab -t; default %(default)s, as the dashboard's sweeps; 0 = no limit)")
+        parser.add_argument("-t", dest="time_limit", default=f"{DEFAULT_SECONDS:g}",
+                            help="seconds per run (level, side and repeat), like ab -t (default %(default)s; 0 = no "
+                                 f"limit: -n requests, default {UNTIMED_REQUESTS})")
+        parser.add_argument("-n", dest="requests", default=None,
+                            help=f"at most this many requests per run (default {AB_TIME_LIMIT_REQUESTS:,} with -t, "
+                                 "as ab -t)")
         parser.add_argument("--repeats", default=str(DEFAULT_REPEATS),
                             help=f"rounds of every level and side (default {DEFAULT_REPEATS}; 1 = no interval)")
 
@@ -78,6 +84,10 @@ class Command(TargetCommand):
     def run(self, plan):
         plan, deadline_s = plan
         ip = self.reach_both_sides(plan)
+        longest = longest_sweep_s(plan)
+        if longest is not None:
+            self.progress().note(f"Plan: {len(plan['levels'])} levels x 2 sides x {plan['repeats']} repeats of at most "
+                                 f"{plan['time_limit']:g} s each, after a warm-up per side: at most {longest:.0f} s")
         startup = startup_s()
         try:
             runs = run_sweep(run_load, plan, ip, self.progress(), (self.started + deadline_s, deadline_s))
@@ -112,14 +122,16 @@ def parse_overhead(options) -> dict:
     if not path.startswith("/") or any(c.isspace() for c in path):
         raise ValueError(f"--path: {path!r} must start with / and contain no spaces")
     levels = parse_levels(options["levels"])
-    requests = parse_int(options["requests"], "-n", 1, MAX_REQUESTS)
     repeats = parse_int(options.get("repeats") or DEFAULT_REPEATS, "--repeats", 1, MAX_REPEATS)
     time_limit = (parse_seconds(options["time_limit"], "-t", MAX_TIME_LIMIT_S)
-                  if options.get("time_limit") not in (None, "", "0") else None)
+                  if str(options.get("time_limit")).strip() not in ("None", "", "0") else None)
+    given = options.get("requests") not in (None, "")
+    requests = (parse_int(options["requests"], "-n", 1, MAX_REQUESTS) if given else
+                AB_TIME_LIMIT_REQUESTS if time_limit else UNTIMED_REQUESTS)
     if requests < max(levels):
         raise ValueError(f"-n {requests} is less than the highest level {max(levels)}: "
                          f"every level needs at least as many requests as connections")
-    if requests * len(levels) * 2 * repeats > MAX_SWEEP_REQUESTS:
+    if given and requests * len(levels) * 2 * repeats > MAX_SWEEP_REQUESTS:
         raise ValueError(f"this sweep would send {requests * len(levels) * 2 * repeats:,} requests; "
                          f"the limit is {MAX_SWEEP_REQUESTS:,} (lower -n, --levels or --repeats)")
     common = parse_common(options)
@@ -133,11 +145,12 @@ def parse_overhead(options) -> dict:
 
 def longest_sweep_s(plan: dict) -> float | None:
     """With -t, the longest the sweep can take: every run (two warm-ups, then each level, side and
-    repeat) to its time limit. The default deadline waits that long: at internet latency the default
-    sweep's 20 runs take most of their 5 s, far past the CLI's usual deadline. None without -t."""
+    repeat) to its time limit, plus its set-up and the requests in flight at the limit (RUN_SLACK_S).
+    The default deadline waits that long: at internet latency every run takes its whole -t. None
+    without -t."""
     if not plan["time_limit"]:
         return None
-    return plan["time_limit"] * (2 + len(plan["levels"]) * 2 * plan["repeats"])
+    return (plan["time_limit"] + RUN_SLACK_S) * (2 + len(plan["levels"]) * 2 * plan["repeats"])
 
 
 def parse_host(text: str) -> str:
@@ -244,7 +257,8 @@ def side_json(report: dict) -> dict:
 def sweep_json(plan: dict, ip: str, runs: list[dict], part: dict, startup: float | None) -> dict:
     return {"host": plan["host"], "ip": ip, "http_port": plan["http_port"], "https_port": plan["https_port"],
             "path": plan["path"], "requests": plan["requests"], "keepalive": plan["keepalive"],
-            "repeats": plan["repeats"], "time_limit_s": plan["time_limit"], "startup_s": startup,
+            "repeats": plan["repeats"], "time_limit_s": plan["time_limit"], "planned_s": longest_sweep_s(plan),
+            "startup_s": startup,
             "levels": part["levels"], "average": part["average"],
             "runs": [{"concurrency": r["concurrency"], "scheme": r["scheme"], "repeat": r["repeat"],
                       **side_json(r["report"])} for r in runs]}
@@ -270,8 +284,10 @@ def median_text(cell: dict, key: str, digits: int) -> str:
 def render(plan: dict, ip: str, part: dict, startup: float | None) -> str:
     mode = "keep-alive" if plan["keepalive"] else "new connection per request"
     repeats = plan["repeats"]
+    size = (f"{plan['time_limit']:g} s per run (at most {plan['requests']:,} requests)" if plan["time_limit"]
+            else f"{plan['requests']:,} requests per run")
     lines = [f"TLS overhead for {plan['host']} ({ip}): HTTP :{plan['http_port']} vs HTTPS :{plan['https_port']}, "
-             f"{plan['path']}, {plan['requests']} requests per run, {mode}",
+             f"{plan['path']}, {size}, {mode}",
              f"{repeats} repeat{'s' if repeats > 1 else ''} per level after a discarded warm-up, HTTP and HTTPS back "
              "to back (order alternating); [95 % interval]. Time: the median of every request, HTTPS vs HTTP; "
              "req/s: end to end, median of the repeats. Overhead positive = HTTPS slower", ""]

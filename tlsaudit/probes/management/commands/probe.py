@@ -1,9 +1,11 @@
-"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--runs K] [--timeout S] [--deadline S]
+"""python manage.py probe URL [--ip IP] [--ca-file PEM] [--seconds S] [--runs K] [--timeout S] [--deadline S]
 [--https-port N] [--http-port N] [--json]
 
-Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, K times each
-(workers.browser.probe.run_probe) now, without a worker or the database. The other scheme uses
---https-port / --http-port, by default its default port (443 / 80).
+Loads URL's page in Debian's Chromium over HTTPS and over HTTP, cold and warm, round after round
+(workers.browser.probe.run_probe) now, without a worker or the database: for --seconds (default 20,
+like ab -t; at least 3 rounds, which an interval needs), at most --runs rounds. The plan's longest
+time is printed before it starts. The other scheme uses --https-port / --http-port, by default its
+default port (443 / 80).
 Exit 0 when the probe ran, 2 on bad arguments, when the pre-flight
 handshake (or TCP connect, for http://) fails as for a probe from the app, or when the probe failed,
 the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"error": {"code",
@@ -17,12 +19,14 @@ from tlsaudit.core.management.base import TargetCommand, parse_int, parse_ip, re
 from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
-from tlsaudit.domain.probe_stats import medians
+from tlsaudit.domain.probe_stats import SETUP_S, medians
 from tlsaudit.domain.stats import change_text
 from workers.browser.probe import run_probe
 from workers.browser.spec import ProbeSpec
 
 MAX_RUNS = 50
+DEFAULT_SECONDS = 20
+MAX_SECONDS = 600
 MAX_TIMEOUT_S = 120
 MAX_DEADLINE_S = 3600
 COLUMNS = ("variant", "mode", "proto", "req", "bytes", "cached", "304", "dns", "connect", "tls", "ttfb",
@@ -36,7 +40,10 @@ class Command(TargetCommand):
         parser.add_argument("url", nargs="?", default="", help="https://HOST[:PORT]/path or http://...")
         self.add_ip_argument(parser)
         self.add_ca_file_argument(parser, help="PEM file of CA certificates for the browser to trust")
-        parser.add_argument("--runs", default="5", help="K loads of each variant x mode (default %(default)s)")
+        parser.add_argument("--seconds", default=str(DEFAULT_SECONDS),
+                            help="time for the measured rounds, like ab -t (default %(default)s; at least 3 rounds run)")
+        parser.add_argument("--runs", default="20",
+                            help="at most K rounds: K loads of each variant x mode (default %(default)s)")
         parser.add_argument("--timeout", default=str(setting("PROBE_LOAD_TIMEOUT")),
                             help="seconds per page load (default %(default)s)")
         parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
@@ -57,6 +64,7 @@ class Command(TargetCommand):
             self.fail(problem.code, problem.message)
         startup = startup_s()
         progress = self.progress(unit="page loads")
+        progress.note(plan_line(spec))
         result = run_probe(spec, allow_private=setting("ALLOW_PRIVATE_TARGETS"),
                            on_progress=lambda done, total, _load: progress(done, total))
         progress.finish(len(result["loads"]))
@@ -90,6 +98,7 @@ def parse_arguments(options) -> dict:
     options["_scheme"] = parts.scheme
     kwargs = {"host": host, "path": path, "ip": parse_ip(options.get("ip")),
               "ca_pem": read_ca_pem(options.get("ca_file")), "runs": parse_int(options["runs"], "--runs", 1, MAX_RUNS),
+              "seconds": parse_seconds(options.get("seconds") or DEFAULT_SECONDS, "--seconds", MAX_SECONDS),
               "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
               "deadline_s": parse_seconds(options["deadline"], "--deadline", MAX_DEADLINE_S)}
     kwargs.update(variant_ports(parts.scheme, port, options))
@@ -137,6 +146,17 @@ def parse_seconds(text, option: str, high: int) -> float:
     return value
 
 
+def planned_s(spec: ProbeSpec) -> float:
+    """The longest the probe should take: its rounds' time, the browser's start and the warm-ups (a
+    round that starts fits in what is left), the deadline at most."""
+    return min(spec.deadline_s or math.inf, spec.seconds + SETUP_S)
+
+
+def plan_line(spec: ProbeSpec) -> str:
+    return (f"Plan: HTTPS and HTTP, cold and warm, round after round for {spec.seconds:g} s (3 to {spec.runs} "
+            f"rounds): about {planned_s(spec):.0f} s with the browser's start")
+
+
 def preflight(spec, scheme: str):
     """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
     resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself."""
@@ -155,7 +175,16 @@ def cli_json(result: dict, scheme: str) -> dict:
             "increase_pct": result["increase_pct"], "increase": result.get("increase") or {},
             "variant_errors": result["variant_errors"],
             "browser": result["browser"], "duration_s": result["duration_s"], "startup_s": result.get("startup_s"),
+            "planned_s": planned_s(ProbeSpec(**result["spec"])), "rounds": rounds_of(result),
             "result": result}
+
+
+def rounds_of(result: dict) -> int:
+    return len({load["run"] for load in result["loads"] if not load.get("warmup")})
+
+
+def rounds_text(count: int) -> str:
+    return f"{count} round{'' if count == 1 else 's'}"
 
 
 def render_text(result: dict) -> str:
@@ -172,7 +201,7 @@ def render_text(result: dict) -> str:
     spec = result["spec"]
     lines.insert(0, f"Browser probe of https://{spec['host']}:{spec['https_port']}{spec['path']} and "
                     f"http://{spec['host']}:{spec['http_port']}{spec['path']}: "
-                    f"{spec['runs']} loads per row (medians, ms), "
+                    f"{rounds_text(rounds_of(result))} in {spec['seconds']:g} s (medians, ms), "
                     f"Chromium {result['browser']['version']}, {result['duration_s']:.1f} s")
     for mode, row in result["increase_pct"].items():
         if row:
