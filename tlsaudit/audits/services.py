@@ -162,31 +162,22 @@ def owned(audit_id: int, attempt: int | None):
     return rows if attempt is None else rows.filter(attempts=attempt)
 
 
-def mark_held(audit_id: int, runner: str) -> None:
-    """This process holds the queued audit's message (its retry waits for a busy target): the reaper need
-    not resend it while the process lives and beats (beat_held), and resends it at once when it does not
-    (orphan_held). Without this the message waited in a dead worker for the broker's visibility timeout
-    (an hour) and the row for AUDIT_RESEND_AFTER_SECONDS (15 min) (#35)."""
+def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
+    """This process holds the queued audit's message: its retry runs in `countdown_s` (it waits for a busy
+    target). The row records the holder and when the retry is due (`heartbeat_at`), so the reaper sends
+    it again at once when the holder is seen dead, or when the retry is a lease overdue (killed elsewhere,
+    frozen, or its message dropped by a broker reconnect) (orphan_held). Before, the message waited in a
+    dead worker for the broker's visibility timeout (an hour) and the row for AUDIT_RESEND_AFTER_SECONDS
+    (15 min) (#35)."""
     now = timezone.now()
-    Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(sent_at=now, runner=runner,
-                                                                         heartbeat_at=now)
-
-
-def beat_held(audit_ids: set[int], runner: str) -> set[int]:
-    """Stamp the queued audits this process holds; returns those it no longer holds (claimed, finished,
-    or resent by the reaper)."""
-    if not audit_ids:
-        return set()
-    held = Audit.objects.filter(pk__in=audit_ids, status=Audit.Status.QUEUED, runner=runner)
-    still = set(held.values_list("pk", flat=True))
-    held.filter(pk__in=still).update(heartbeat_at=timezone.now())
-    return set(audit_ids) - still
+    Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
+        sent_at=now, runner=runner, heartbeat_at=now + timedelta(seconds=countdown_s))
 
 
 def orphan_held(now) -> int:
-    """Queued audits held by a process that is gone (seen dead on this host) or silent for a lease
-    (killed elsewhere, or frozen): mark them unsent, so this reaper pass sends them again. A holder that
-    comes back finds its message's claim lost to the new one (the claim is one atomic UPDATE)."""
+    """Queued audits whose holding process is gone (seen dead on this host), or whose retry is a lease
+    overdue: mark them unsent, so this reaper pass sends them again. A retry that runs after all finds the
+    claim taken by the new message's run (the claim is one atomic UPDATE), or takes it first."""
     silent = now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
     orphaned = 0
     for audit in Audit.objects.filter(status=Audit.Status.QUEUED).exclude(runner="").only("pk", "runner",

@@ -12,9 +12,10 @@ from redis.exceptions import RedisError
 
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
+from tlsaudit.core import runners
 from workers.celery import app
 from workers.tasks import gate
-from workers.tasks.heartbeat import heartbeats, keep_alive
+from workers.tasks.heartbeat import keep_alive
 from workers.tasks.transient import DATABASE_DOWN
 from workers.tls.engine import run_scan
 
@@ -38,7 +39,8 @@ def run_audit(self, audit_id: int) -> str:
     holder = gate.holder_of(audit_id)
     with gate.target_lock("scan", target.ip, [target.port], holder, settings.AUDIT_LEASE_SECONDS) as lock:
         if not lock:
-            heartbeats().hold(audit_id)  # this delivery lives on as the retry, held here: see services.mark_held
+            # this delivery lives on as the retry, held here: see services.mark_held
+            services.mark_held(audit_id, runners.this_process(), settings.AUDIT_LOCK_WAIT_SECONDS)
             gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS)  # another audit of this server is running
         attempt = services.claim(audit_id)
         if not attempt:

@@ -22,7 +22,7 @@ from django.db import connection
 from redis.exceptions import RedisError
 
 from tlsaudit.audits import services
-from tlsaudit.core import locks, runners
+from tlsaudit.core import locks
 from workers.tasks.transient import DATABASE_DOWN
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 class Heartbeats:
     def __init__(self):
         self.runs: dict[int, tuple[int, list[str], str]] = {}  # audit id -> (attempt, its locks, their holder)
-        self.held: set[int] = set()  # queued audits whose retry this process holds (services.mark_held)
         self.guard = threading.Lock()
         self.idle = threading.Event()  # set when the last run left: close the connection now
         self.thread = threading.Thread(target=self.beat_forever, name="audit-heartbeats", daemon=True)
@@ -45,37 +44,19 @@ class Heartbeats:
         with self.guard:
             if self.runs.get(audit_id, (None,))[0] == attempt:
                 del self.runs[audit_id]
-            if not self.runs and not self.held:
+            if not self.runs:
                 self.idle.set()
-
-    def hold(self, audit_id: int) -> None:
-        """Beat the queued audit whose retry this process now holds, until it is claimed or resent."""
-        services.mark_held(audit_id, runners.this_process())
-        with self.guard:
-            self.held.add(audit_id)
 
     def beat_forever(self) -> None:
         while True:
             self.idle.wait(settings.AUDIT_HEARTBEAT_SECONDS)
             with self.guard:
-                runs, held = dict(self.runs), set(self.held)
+                runs = dict(self.runs)
                 self.idle.clear()
-            if held:
-                self.beat_held(held)
             if runs:
                 self.beat(runs)
-            elif not held:
+            else:
                 connection.close()  # no audit to beat: an idle process holds no PostgreSQL connection
-
-    def beat_held(self, held: set[int]) -> None:
-        try:
-            gone = services.beat_held(held, runners.this_process())
-        except DATABASE_DOWN as exc:
-            log.warning("held audits %s: heartbeat not recorded (%s)", sorted(held), exc)
-            connection.close()
-            return
-        with self.guard:
-            self.held -= gone
 
     def beat(self, runs: dict[int, tuple[int, list[str], str]]) -> None:
         for _, lock_keys, holder in runs.values():
