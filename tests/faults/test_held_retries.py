@@ -59,11 +59,11 @@ def finish(faults, seeded, since: float, what: str) -> None:
                         f"{sorted(r['attempts'] for r in done.values())}")
 
 
-def wait_resent(faults, held: set[int], since: float, what: str) -> float:
-    """Every held audit sent again (its holder cleared) or already running elsewhere, within RECOVERY_S."""
+def wait_resent(faults, held: set[int], holder_pid: int, since: float, what: str) -> float:
+    """Every audit the faulty worker held sent again within RECOVERY_S: none is still queued in its
+    hands (the new message may be held in turn by the other worker, waiting for the same target)."""
     def released():
-        now = rows(faults)
-        return all(now[a]["status"] != "queued" or not now[a]["runner"] for a in held)
+        return not held & held_by(faults, holder_pid)
     wait_until(released, RECOVERY_S, f"{what}: the {len(held)} held audits to be sent again within {RECOVERY_S} s",
                interval=0.1)
     took = time.monotonic() - since
@@ -79,7 +79,7 @@ def test_audits_a_killed_scan_worker_held_are_sent_again_within_30_s_and_run_onc
         faults.app.worker("scan2", queues=("scan",), concurrency=4, pool="threads", as_shipped=True)
         first.kill()
         killed = time.monotonic()
-        wait_resent(faults, held, killed, "scan worker SIGKILL")
+        wait_resent(faults, held, pool_pid(first), killed, "scan worker SIGKILL")
         slow.delay = 0
         finish(faults, seeded, killed, "scan worker SIGKILL")
 
@@ -93,7 +93,7 @@ def test_audits_a_frozen_scan_worker_held_are_sent_again_within_30_s_and_run_onc
         first.popen.send_signal(signal.SIGSTOP)
         frozen = time.monotonic()
         try:
-            wait_resent(faults, held, frozen, "scan worker frozen (SIGSTOP)")
+            wait_resent(faults, held, pool_pid(first), frozen, "scan worker frozen (SIGSTOP)")
             time.sleep(max(0.0, 90 - (time.monotonic() - frozen)))
         finally:
             first.popen.send_signal(signal.SIGCONT)
