@@ -135,11 +135,11 @@ def test_the_reaper_requeues_an_abandoned_audit_once_then_fails_it(audit_worker,
     site = lab_site(lab_org, tls_lab, "a_plus_rsa_hsts")
     stuck = Audit.objects.create(site=site, organization=lab_org, status="running", attempts=1,
                                  started_at=timezone.now() - timezone.timedelta(hours=1))
-    assert services.reap_abandoned() == {"requeued": 1, "failed": 0, "not_started": 0, "resent": 0}
+    assert services.reap_abandoned() == {"requeued": 1, "failed": 0, "not_started": 0, "resent": 0, "orphaned": 0}
     assert wait_finished(stuck).status == "done"
     twice = Audit.objects.create(site=site, organization=lab_org, status="running", attempts=2,
                                  started_at=timezone.now() - timezone.timedelta(hours=1))
-    assert services.reap_abandoned() == {"requeued": 0, "failed": 1, "not_started": 0, "resent": 0}
+    assert services.reap_abandoned() == {"requeued": 0, "failed": 1, "not_started": 0, "resent": 0, "orphaned": 0}
     twice.refresh_from_db()
     assert (twice.status, twice.error_code) == ("failed", "worker_lost")
 

@@ -71,3 +71,14 @@ def test_requirements_are_pinned():
     lines = [ln for ln in (ROOT / "requirements.txt").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines and all(re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", ln) for ln in lines), lines
     assert any(ln.startswith("Django==5.2.") for ln in lines)
+
+
+def test_the_compose_workers_run_with_the_procfiles_flags():
+    """Without gossip and mingle (#35: gossip's restart after a Redis outage left a worker consuming
+    nothing), the same in the Procfile and in docker-compose.yml."""
+    compose = (ROOT / "docker-compose.yml").read_text()
+    procfile = (ROOT / "Procfile").read_text()
+    for text in (compose, procfile):
+        workers = [line for line in text.splitlines() if "celery -A workers worker" in line]
+        assert len(workers) == 2, workers
+        assert all("--without-gossip --without-mingle" in line for line in workers), workers

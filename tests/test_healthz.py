@@ -61,6 +61,11 @@ def test_an_anonymous_caller_still_sees_a_503_when_the_broker_is_down(client, br
     response = client.get("/healthz")
     assert response.status_code == 503 and json.loads(response.content) == {"status": "down"}
     assert b"redis" not in response.content and b"Error" not in response.content
+    assert response["Retry-After"] == "30"   # as the API's 503s (#35)
+
+
+def test_a_healthy_answer_has_no_retry_after(client, db):
+    assert "Retry-After" not in client.get("/healthz")
 
 
 @pytest.mark.parametrize("authorization", [f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"Token {TOKEN}", TOKEN,

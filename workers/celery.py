@@ -12,8 +12,11 @@ from celery.signals import worker_init, worker_process_init
 from django.conf import settings
 from kombu import Queue
 
+from workers import brokerfix
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
 
+brokerfix.install()   # a Redis restart must not stop a worker (#35)
 app = Celery("tlsaudit")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 

@@ -295,6 +295,23 @@ def with_leftovers_killed(pgid: int) -> None:
         pass
 
 
+def shipped_flags(pool: str) -> list[str]:
+    """The flags of the Procfile's worker running `pool` (threads: `worker`, the scan pool; prefork:
+    `jobs`), without the ones a test sets itself (-Q, -c, -n, the log level)."""
+    entry = "worker" if pool == "threads" else "jobs"
+    line = next(text for text in (ROOT / "Procfile").read_text().splitlines() if text.startswith(f"{entry}:"))
+    words = line.split("celery -A workers worker", 1)[1].split()
+    flags, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("-Q", "--queues", "-c", "--concurrency", "-n", "--hostname", "--loglevel", "-l"):
+            skip = True
+        else:
+            flags.append(word)
+    return flags if any(w in ("--pool", "-P") for w in flags) else ["-P", "prefork", *flags]
+
+
 class App:
     """The app's processes for one test, on the private PostgreSQL and Redis."""
 
@@ -309,15 +326,18 @@ class App:
         return proc
 
     def worker(self, name: str, queues=("scan", "default"), concurrency: int = 2, wait: bool = True,
-               container: bool = False, pool: str = "prefork", **env) -> Proc:
+               container: bool = False, pool: str = "prefork", as_shipped: bool = False, **env) -> Proc:
         """A Celery worker with the prefork pool (or `pool="threads"`: the scan pool of docker-compose.yml);
+        `as_shipped`: with the flags the Procfile gives the worker of that pool (shipped_flags), not the
+        tests' quiet ones;
         `wait` until it consumes. `container`: in its own pid namespace (unshare), as in another container
         or on another machine: the others cannot see its processes (needs root, as the private
         PostgreSQL's start-up does here)."""
         isolated = ["unshare", "--pid", "--fork", "--mount-proc"] if container else []
-        proc = self.spawn(name, [*isolated, PYTHON, "-m", "celery", "-A", "workers", "worker", "-P", pool,
-                                 "-c", str(concurrency), "-Q", ",".join(queues), "-n", f"{name}@%h", "-l", "INFO",
-                                 "--without-mingle", "--without-gossip"], **env)
+        flags = shipped_flags(pool) if as_shipped else ["-P", pool, "--without-mingle", "--without-gossip"]
+        proc = self.spawn(name, [*isolated, PYTHON, "-m", "celery", "-A", "workers", "worker", *flags,
+                                 "-c", str(concurrency), "-Q", ",".join(queues), "-n", f"{name}@%h", "-l", "INFO"],
+                          **env)
         proc.nodename = f"{name}@{socket.gethostname()}"
         if wait:
             proc.wait_for_output(" ready.", timeout=90)

@@ -24,7 +24,7 @@ from workers.celery import app
 from workers.tls.engine import ScanOutcome
 
 pytestmark = pytest.mark.django_db
-NONE = {"requeued": 0, "failed": 0, "not_started": 0, "resent": 0}
+NONE = {"requeued": 0, "failed": 0, "not_started": 0, "resent": 0, "orphaned": 0}
 THIS_PROCESS = "import sys; from tlsaudit.core.runners import this_process; print(this_process(), flush=True); "
 
 
@@ -285,3 +285,43 @@ def test_the_broker_losing_all_it_held_is_noticed_once(settings):
     assert queue.messages_lost() is True
     assert queue.messages_lost() is False
     assert broker.exists(queue.KEPT_KEY)
+
+
+def held(site, now, runner: str, due_ago: float = 0) -> Audit:
+    """A queued audit whose retry `runner` holds (services.mark_held), that retry due `due_ago` s ago."""
+    audit = queued(site, now, queued_ago=30, sent_ago=10)
+    Audit.objects.filter(pk=audit.pk).update(runner=runner, heartbeat_at=now - timedelta(seconds=due_ago))
+    return audit
+
+
+def test_a_retry_held_by_a_process_that_died_on_this_host_is_sent_again_at_once(site_a, now):
+    # Its message waits in the dead worker until the broker's visibility timeout (an hour): send another now.
+    orphan = held(site_a, now, dead_runner(), due_ago=-5)   # due in 5 s
+    assert reap(now) == {**NONE, "orphaned": 1, "resent": 1}
+    orphan.refresh_from_db()
+    assert (orphan.status, orphan.runner, orphan.sent_at) == ("queued", "", now)
+    assert reap(now + timedelta(seconds=1)) == NONE   # once
+
+
+def test_a_retry_held_by_a_live_process_is_left_alone_until_it_is_a_lease_overdue(site_a, now, settings):
+    with subprocess.Popen([sys.executable, "-c", THIS_PROCESS + "sys.stdin.read()"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True, env=django_env()) as process:
+        alive = held(site_a, now, process.stdout.readline().strip(), due_ago=-5)
+        assert reap(now) == NONE
+        # frozen (SIGSTOP), cut off, or its message dropped on a broker reconnect: the retry never comes
+        later = now + timedelta(seconds=5 + settings.AUDIT_LEASE_SECONDS + 1)
+        assert reap(later) == {**NONE, "orphaned": 1, "resent": 1}
+        process.kill()
+        process.wait()
+    alive.refresh_from_db()
+    assert (alive.runner, alive.sent_at) == ("", later)
+
+
+def test_holding_a_retry_records_the_holder_and_when_it_is_due(site_a, now):
+    me = runners.this_process()
+    audit = queued(site_a, now, queued_ago=5, sent_ago=5)
+    services.mark_held(audit.pk, me, 10)
+    audit.refresh_from_db()
+    assert audit.runner == me and 9 <= (audit.heartbeat_at - timezone.now()).total_seconds() <= 10
+    assert reap(timezone.now()) == NONE
+    assert services.claim(audit.pk) == 1          # the retry ran: the claim names its own runner

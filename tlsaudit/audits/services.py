@@ -162,9 +162,31 @@ def owned(audit_id: int, attempt: int | None):
     return rows if attempt is None else rows.filter(attempts=attempt)
 
 
-def mark_sent(audit_id: int) -> None:
-    """A task message for this queued audit is in flight (e.g. a retry): the reaper need not resend it."""
-    Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(sent_at=timezone.now())
+def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
+    """This process holds the queued audit's message: its retry runs in `countdown_s` (it waits for a busy
+    target). The row records the holder and when the retry is due (`heartbeat_at`), so the reaper sends
+    it again at once when the holder is seen dead, or when the retry is a lease overdue (killed elsewhere,
+    frozen, or its message dropped by a broker reconnect) (orphan_held). Before, the message waited in a
+    dead worker for the broker's visibility timeout (an hour) and the row for AUDIT_RESEND_AFTER_SECONDS
+    (15 min) (#35)."""
+    now = timezone.now()
+    Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
+        sent_at=now, runner=runner, heartbeat_at=now + timedelta(seconds=countdown_s))
+
+
+def orphan_held(now) -> int:
+    """Queued audits whose holding process is gone (seen dead on this host), or whose retry is a lease
+    overdue: mark them unsent, so this reaper pass sends them again. A retry that runs after all finds the
+    claim taken by the new message's run (the claim is one atomic UPDATE), or takes it first."""
+    silent = now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+    orphaned = 0
+    for audit in Audit.objects.filter(status=Audit.Status.QUEUED).exclude(runner="").only("pk", "runner",
+                                                                                        "heartbeat_at"):
+        if not (runners.is_gone(audit.runner) or audit.heartbeat_at is None or audit.heartbeat_at < silent):
+            continue
+        orphaned += Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED, runner=audit.runner,
+                                         heartbeat_at=audit.heartbeat_at).update(sent_at=None, runner="")
+    return orphaned
 
 
 def beat(audit_id: int, attempt: int) -> bool:
@@ -353,15 +375,17 @@ def reap_abandoned(now=None, *, lost: bool | None = None) -> dict:
     """Recover audits whose worker or broker message was lost; beat runs this every REAPER_INTERVAL_SECONDS.
 
     1. queued longer than AUDIT_QUEUE_TIMEOUT_SECONDS: no worker takes scans; fail it with that reason;
-    2. queued without a message in the broker: send it (again). See resend_unsent;
-    3. running, and its run is gone (abandoned_runs): re-queue it, or fail it once it was interrupted
+    2. queued, its message held by a process that is gone or silent for a lease: mark it unsent
+       (orphan_held), so that
+    3. queued without a message in the broker: send it (again). See resend_unsent;
+    4. running, and its run is gone (abandoned_runs): re-queue it, or fail it once it was interrupted
        MAX_ATTEMPTS times.
     `lost`: whether the broker lost every message it held since the last pass (core.queue.messages_lost,
     asked here when not given). Every change is a conditional UPDATE, so two reapers, or a run finishing
     meanwhile, never collide; a duplicate delivery is harmless: the claim is one atomic UPDATE.
     """
     now = now or timezone.now()
-    counts = {"requeued": 0, "failed": 0, "not_started": fail_queued_too_long(now),
+    counts = {"requeued": 0, "failed": 0, "not_started": fail_queued_too_long(now), "orphaned": orphan_held(now),
               "resent": resend_unsent(now, messages_lost() if lost is None else lost)}
     for audit in abandoned_runs(now):
         if audit.attempts < MAX_ATTEMPTS:

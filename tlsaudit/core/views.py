@@ -13,6 +13,7 @@ from tlsaudit.core import auditlog
 from tlsaudit.core.actions import ACTIONS
 from tlsaudit.core.models import WorkerHeartbeat
 from tlsaudit.core.unavailable import DATABASE_DOWN
+from tlsaudit.core.unavailable import RETRY_AFTER_SECONDS as OUTAGE_RETRY_AFTER_SECONDS
 from tlsaudit.orgs.access import org_for, orgs_of
 from workers.celery import app
 
@@ -44,6 +45,8 @@ def healthz(request):
     body = {"status": status, "checks": checks} if may_see_health_details(request) else {"status": status}
     response = JsonResponse(body, status=200 if healthy else 503)
     response["Cache-Control"] = "no-store"
+    if not healthy:   # as the API's 503s: when a retry may find the database or broker back
+        response["Retry-After"] = str(OUTAGE_RETRY_AFTER_SECONDS)
     return response
 
 

@@ -12,6 +12,7 @@ from redis.exceptions import RedisError
 
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
+from tlsaudit.core import runners
 from workers.celery import app
 from workers.tasks import gate
 from workers.tasks.heartbeat import keep_alive
@@ -38,7 +39,8 @@ def run_audit(self, audit_id: int) -> str:
     holder = gate.holder_of(audit_id)
     with gate.target_lock("scan", target.ip, [target.port], holder, settings.AUDIT_LEASE_SECONDS) as lock:
         if not lock:
-            services.mark_sent(audit_id)  # this delivery lives on as the retry: no need for the reaper to resend
+            # this delivery lives on as the retry, held here: see services.mark_held
+            services.mark_held(audit_id, runners.this_process(), settings.AUDIT_LOCK_WAIT_SECONDS)
             gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS)  # another audit of this server is running
         attempt = services.claim(audit_id)
         if not attempt:
