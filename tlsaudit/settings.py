@@ -310,6 +310,10 @@ if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:
 # The reaper's second look at a silent audit waits one heartbeat plus this slack (a beat's own write time).
 AUDIT_SECOND_LOOK_SLACK_SECONDS = env_int("AUDIT_SECOND_LOOK_SLACK_SECONDS", 2, minimum=0)
 AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=1)
+# A retry held by a worker (waiting for a busy target) this long past its due time is sent again (#35):
+# its worker died elsewhere, froze, or dropped it on a broker reconnect. Worst case after a fault: the
+# retry's countdown + this + one reaper interval (10 + 10 + 3 s).
+AUDIT_HELD_GRACE_SECONDS = env_int("AUDIT_HELD_GRACE_SECONDS", 10, minimum=1)
 AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
 # Per socket operation; with one retry a silent target fails in about 25 s.

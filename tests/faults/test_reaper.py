@@ -303,13 +303,14 @@ def test_a_retry_held_by_a_process_that_died_on_this_host_is_sent_again_at_once(
     assert reap(now + timedelta(seconds=1)) == NONE   # once
 
 
-def test_a_retry_held_by_a_live_process_is_left_alone_until_it_is_a_lease_overdue(site_a, now, settings):
+def test_a_retry_held_by_a_live_process_is_left_alone_until_it_is_overdue(site_a, now, settings):
     with subprocess.Popen([sys.executable, "-c", THIS_PROCESS + "sys.stdin.read()"], stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True, env=django_env()) as process:
         alive = held(site_a, now, process.stdout.readline().strip(), due_ago=-5)
         assert reap(now) == NONE
         # frozen (SIGSTOP), cut off, or its message dropped on a broker reconnect: the retry never comes
-        later = now + timedelta(seconds=5 + settings.AUDIT_LEASE_SECONDS + 1)
+        assert reap(now + timedelta(seconds=5 + settings.AUDIT_HELD_GRACE_SECONDS - 1)) == NONE
+        later = now + timedelta(seconds=5 + settings.AUDIT_HELD_GRACE_SECONDS + 1)
         assert reap(later) == {**NONE, "orphaned": 1, "resent": 1}
         process.kill()
         process.wait()

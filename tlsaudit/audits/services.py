@@ -175,10 +175,10 @@ def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
 
 
 def orphan_held(now) -> int:
-    """Queued audits whose holding process is gone (seen dead on this host), or whose retry is a lease
-    overdue: mark them unsent, so this reaper pass sends them again. A retry that runs after all finds the
+    """Queued audits whose holding process is gone (seen dead on this host), or whose retry is
+    AUDIT_HELD_GRACE_SECONDS overdue: mark them unsent, so this reaper pass sends them again. A retry that runs after all finds the
     claim taken by the new message's run (the claim is one atomic UPDATE), or takes it first."""
-    silent = now - timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+    silent = now - timedelta(seconds=settings.AUDIT_HELD_GRACE_SECONDS)
     orphaned = 0
     for audit in Audit.objects.filter(status=Audit.Status.QUEUED).exclude(runner="").only("pk", "runner",
                                                                                         "heartbeat_at"):
