@@ -52,6 +52,8 @@ def test_a_probe_shows_progress_then_phases_waterfall_and_increase(page, start_w
     page.screenshot(path=str(screenshot_dir / "browser-probe.png"), full_page=True)
 
 
+# 20 s of page loads flat out on both cores: in the timing group, never beside the latency lab's tests
+@pytest.mark.timing
 def test_the_default_probe_ends_within_the_time_it_shows_and_prices_the_recommendations(
         page, start_worker_on, alice, probed_site, screenshot_dir):
     """A new user's click, no field touched: the form says how long it takes, the probe keeps to it and

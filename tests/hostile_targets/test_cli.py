@@ -141,7 +141,9 @@ SHORT = {"CLI_DEADLINE_SECONDS": "15", "LOAD_STALL_SECONDS": "6", "PROBE_LOAD_TI
 def measuring_argv(command: str, port: int, ca_file: str) -> list[str]:
     target = f"localhost:{port}"
     return {"loadtest": ["loadtest", f"https://{target}/", "--timeout", "1"],
-            "handshakes": ["handshakes", target, "--timeout", "2", "--deadline", "15"],   # its default: the plan's
+            # a count cap per cell (20 handshakes per agent): a server that answers ends each cell at once,
+            # one that trickles keeps every cell to its 2 s, and the matrix to the 15 s deadline
+            "handshakes": ["handshakes", target, "--timeout", "2", "--deadline", "15", "--per-agent", "20"],
             "probe": ["probe", f"https://{target}/", "--ca-file", ca_file, "--runs", "1"]}[command] + [
         "--ip", "127.0.0.1", "--json"]
 
@@ -181,7 +183,7 @@ def test_an_overhead_sweep_ends_at_its_deadline_with_what_was_done(cli, tls_lab)
     # than the whole deadline of 5 s
     with hostile.slow_http(tls_lab.pki) as https_port, hostile.plain_http() as http_port:
         [result] = cli([(["overhead", "localhost", "--ip", "127.0.0.1", "--https-port", str(https_port),
-                          "--http-port", str(http_port), "--levels", "1", "-n", "12", "--timeout", "1",
+                          "--http-port", str(http_port), "--levels", "1", "-n", "12", "-t", "0", "--timeout", "1",
                           "--deadline", "5", "--json"], {})], cap=90)
 
     check(result, 2, "deadline", 5 + START_S, "overhead past its deadline")

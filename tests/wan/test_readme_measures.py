@@ -29,7 +29,12 @@ def test_each_readme_measuring_command_answers_within_the_time_it_states(rtt_ms,
         assert outcome.answered, (outcome.command, outcome.answer)
         assert "too short" not in outcome.answer and "too few runs" not in outcome.answer, outcome.answer
         assert outcome.within, (outcome.command, outcome.wall_s, outcome.planned_s)
-        if rtt_ms:
+        if rtt_ms and outcome.command.split()[2] != "probe":
             assert "the runs disagree" not in outcome.answer, outcome.answer
+    # the probe's headline behind a real link: the cold page load (a reload's render time varies with the
+    # machine's load, and the page then says the runs disagree)
+    [probe] = [o for o in outcomes if o.command.split()[2] == "probe"]
+    cold_load = probe.answer.split("cold load: ")[1].split(";")[0]
+    assert not rtt_ms or "the runs disagree" not in cold_load, probe.answer
     timed = [o for o in outcomes if o.planned_s is not None]
     assert {o.command.split()[2] for o in timed} == {"loadtest", "overhead", "handshakes", "probe"}
