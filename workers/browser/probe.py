@@ -184,6 +184,8 @@ class Session:
 
     def round_fits(self, run: int, elapsed_s: float, longest_s: float) -> bool:
         """Whether round `run` may start: always the first MIN_ROUNDS, then while it fits the time."""
+        if self.deadline is not None and run >= MIN_ROUNDS and time.monotonic() + longest_s > self.deadline:
+            return False   # a round that cannot end by the deadline is not started: the probe keeps what it has
         if self.spec.seconds is None or run < MIN_ROUNDS:
             return True
         return elapsed_s + longest_s <= self.spec.seconds

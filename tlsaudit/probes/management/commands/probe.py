@@ -46,9 +46,9 @@ class Command(TargetCommand):
                             help="at most K rounds: K loads of each variant x mode (default %(default)s)")
         parser.add_argument("--timeout", default=str(setting("PROBE_LOAD_TIMEOUT")),
                             help="seconds per page load (default %(default)s)")
-        parser.add_argument("--deadline", default=str(setting("CLI_DEADLINE_SECONDS")),
-                            help="the whole probe ends within this many seconds, done or with an error "
-                                 "(default %(default)s)")
+        parser.add_argument("--deadline", default=None,
+                            help="the whole probe ends within this many seconds, done or with an error (default: "
+                                 f"its --seconds + {SETUP_S} s + 30 s, at least {setting('CLI_DEADLINE_SECONDS')})")
         parser.add_argument("--https-port", help="port of the HTTPS variant when URL is http:// (default 443)")
         parser.add_argument("--http-port", help="port of the HTTP variant when URL is https:// (default 80)")
         self.add_json_argument(parser)
@@ -100,7 +100,8 @@ def parse_arguments(options) -> dict:
               "ca_pem": read_ca_pem(options.get("ca_file")), "runs": parse_int(options["runs"], "--runs", 1, MAX_RUNS),
               "seconds": parse_seconds(options.get("seconds") or DEFAULT_SECONDS, "--seconds", MAX_SECONDS),
               "timeout_s": parse_seconds(options["timeout"], "--timeout", MAX_TIMEOUT_S),
-              "deadline_s": parse_seconds(options["deadline"], "--deadline", MAX_DEADLINE_S)}
+              "deadline_s": parse_seconds(options["deadline"], "--deadline", MAX_DEADLINE_S) if options.get("deadline")
+              else default_deadline(float(options.get("seconds") or DEFAULT_SECONDS))}
     kwargs.update(variant_ports(parts.scheme, port, options))
     return kwargs
 
@@ -144,6 +145,11 @@ def parse_seconds(text, option: str, high: int) -> float:
     if not math.isfinite(value) or not 1 <= value <= high:
         raise ValueError(f"{option} must be between 1 and {high} seconds, got {text}")
     return value
+
+
+def default_deadline(seconds: float) -> float:
+    """The plan's time, the browser's start and a margin: a longer --seconds is not cut by the usual 50 s."""
+    return max(float(setting("CLI_DEADLINE_SECONDS")), seconds + SETUP_S + 30)
 
 
 def planned_s(spec: ProbeSpec) -> float:
