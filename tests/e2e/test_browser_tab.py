@@ -11,6 +11,14 @@ from tests.support.probe_site import start_probe_site
 from tlsaudit.probes.models import Probe
 from tlsaudit.sites.models import Site
 
+
+def log_in(page, user):
+    page.goto("/accounts/login/")
+    page.get_by_label("Email").fill(user.email)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_test_id("login-submit").click()
+
+
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
@@ -27,10 +35,7 @@ def test_a_probe_shows_progress_then_phases_waterfall_and_increase(page, start_w
                                                                  screenshot_dir):
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto("/accounts/login/")
-    page.get_by_label("Email").fill(alice.email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_test_id("login-submit").click()
+    log_in(page, alice)
     page.goto(probed_site.get_absolute_url())
     page.get_by_role("link", name="Browser").click()
     page.get_by_test_id("probe-runs").fill("2")
@@ -62,10 +67,7 @@ def test_the_default_probe_ends_within_the_time_it_shows_and_prices_the_recommen
     from tests.test_audit_views import done_audit
 
     done_audit(probed_site, protocols=("TLSv1.2",), hsts_max_age=None)
-    page.goto("/accounts/login/")
-    page.get_by_label("Email").fill(alice.email)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_test_id("login-submit").click()
+    log_in(page, alice)
     page.goto(probed_site.get_absolute_url())
     page.get_by_role("link", name="Browser").click()
     shown = re.search(r"about (\d+) s at the defaults", page.get_by_test_id("probe-plan").inner_text())
