@@ -168,14 +168,17 @@ def test_a_round_starts_while_it_fits_the_seconds_and_the_first_three_always(run
 
 def test_a_probe_sized_by_time_stops_when_the_next_round_would_not_fit(probe_site, probe_browser, site_spec):
     """Given 2 s for rounds that take a few hundred ms here, when the probe runs with a cap of 50 rounds,
-    then it runs at least three, fewer than 50, and stops inside its 2 s (plus at most one round)."""
+    then it runs at least three and fewer than 50, and past the first three it starts a round only inside
+    its 2 s. On a loaded machine a round can take longer than 2/3 s: then the three every probe runs are all."""
     result = run_probe(ProbeSpec(**site_spec, runs=50, seconds=2.0), browser=probe_browser, allow_private=True)
 
     assert result["error"] is None, result["error"]
     rounds = sorted({load["run"] for load in result["loads"]})
     assert rounds == list(range(len(rounds))) and 3 <= len(rounds) < 50, rounds
     assert result["rounds_stopped_by"] == "seconds"
-    assert result["rounds_s"] <= 2.0 + result["rounds_s"] / len(rounds) * 2, result["rounds_s"]
+    starts = result["round_starts_s"]
+    assert len(starts) == len(rounds) and starts == sorted(starts), starts
+    assert all(start < 2.0 for start in starts[3:]), starts   # past the first three, only rounds that fitted
     for mode in ("cold", "warm"):
         assert result["increase"][mode]["load"]["n"] == len(rounds)   # every round a pair, both variants
 

@@ -177,6 +177,7 @@ class Session:
                 self.result["rounds_stopped_by"] = "seconds"
                 break
             round_started = time.monotonic()
+            self.result.setdefault("round_starts_s", []).append(round(round_started - started, 3))
             if self.run_round(run) is False:
                 break
             longest = max(longest, time.monotonic() - round_started)
