@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.relay import counting_relay
 from tests.support.tls_servers import free_ports
 
 MANAGE_PY = Path(__file__).resolve().parents[1] / "manage.py"
@@ -48,22 +49,22 @@ class AuditCli:
     database: Path
     var_dir: Path
 
-    def __call__(self, *args: str, **env: str) -> CliRun:
-        return self.in_parallel([args], **env)[0]
+    def __call__(self, *args: str, timeout: float = 60, **env: str) -> CliRun:
+        return self.in_parallel([args], timeout=timeout, **env)[0]
 
     def json_and_text(self, *args: str, **env: str) -> tuple[CliRun, CliRun]:
         """The same command with and without --json, run side by side (each costs a Django start-up)."""
         as_json, as_text = self.in_parallel([(*args, "--json"), args], **env)
         return as_json, as_text
 
-    def in_parallel(self, arg_lists, **env: str) -> list[CliRun]:
+    def in_parallel(self, arg_lists, timeout: float = 60, **env: str) -> list[CliRun]:
         assert not self.database.exists()
         processes = [subprocess.Popen([sys.executable, str(MANAGE_PY), "audit", *args], cwd=MANAGE_PY.parent,
                                       env={**self.base_env, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True) for args in arg_lists]
         runs = []
         for process in processes:
-            stdout, stderr = process.communicate(timeout=60)
+            stdout, stderr = process.communicate(timeout=timeout)
             runs.append(CliRun(process.returncode, stdout, stderr))
             assert "Traceback" not in stderr, stderr
         self.assert_nothing_written()
@@ -287,3 +288,29 @@ def test_a_batch_refuses_one_pdf_for_several_targets(audit_cli, tmp_path):
 
     assert run.returncode == 2
     assert run.json["error"]["code"] == "invalid_argument" and "one target" in run.json["error"]["message"]
+
+
+SHARED = 15
+
+
+def test_fifteen_sites_on_one_address_take_turns_and_all_are_graded_within_five_connections(audit_cli, tls_lab):
+    """#27: 15 sites on one address (15 ports of one host), each audit with a 10 s deadline. Sharing the
+    address's 5 connections among 15 audits (~9,000 connections) ran them all out of time together; in
+    turn, each audit has its whole deadline and the address never more than 5 of our connections."""
+    names = tls_lab.names("grade")
+    plan = [names[i % len(names)] for i in range(SHARED)]
+    with counting_relay([tls_lab.port(name) for name in plan]) as relay:
+        targets = [f"localhost:{port}" for port in relay.ports()]
+
+        run = audit_cli(*targets, "--ip", "127.0.0.1", "--ca-file", str(tls_lab.ca_file), "--json",
+                        "--deadline", "10", timeout=SHARED * 10 + 30)
+
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    lines = batch_lines(run)
+    assert sorted(lines) == sorted(targets)
+    for name, target in zip(plan, targets):
+        spec = tls_lab.spec(name)
+        assert (lines[target]["grade"], lines[target]["grade_ignoring_trust"]) == (spec.grade,
+                                                                                  spec.grade_ignoring_trust), name
+    assert relay.total > SHARED * 100                  # every audit went through the relay
+    assert relay.peak <= 5 + 1, relay.peak              # the relay's count: within the connection in flight

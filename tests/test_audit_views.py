@@ -157,3 +157,16 @@ def test_regrade_rederives_stored_audits_from_their_inputs(site_a):
     audit.refresh_from_db()
     assert (audit.grade, audit.score, audit.rules_version) == ("A+", 93, RULES_VERSION)
     assert audit.findings.count() == findings > 0
+
+
+def test_an_audit_waiting_for_its_turn_at_a_shared_address_says_so_not_that_a_worker_is_missing(login, alice,
+                                                                                                 site_a):
+    note = services.turn_message("203.0.113.9", type("Place", (), {"ahead": 2, "waited_s": 75})())
+    audit = make_audit(site_a, turn_note=note)
+
+    body = login(alice).get(detail_url(audit)).content.decode()
+
+    assert "Waiting for its turn…" in body and "Waiting for a worker" not in body
+    assert ("Waiting for its turn at 203.0.113.9: TLS Audit audits one site per address at a time, to stay within "
+            "5 connections per address; 2 audits of other sites on that address are ahead of it. Waiting 2 minutes "
+            "so far; its own deadline starts with its turn.") in body

@@ -361,6 +361,15 @@ CLI_DEADLINE_SECONDS = env_int("CLI_DEADLINE_SECONDS", 50, minimum=5)
 # How long a task waits before it asks again for a target another audit, run or probe holds (its retry
 # countdown): an audit of one ip:port at a time, one load run, one probe.
 AUDIT_LOCK_WAIT_SECONDS = env_int("AUDIT_LOCK_WAIT_SECONDS", 10, minimum=1)
+# One audit per IP address at a time in the whole fleet, the others in line in the order they asked
+# (core.turns, #27); an audit that waited this long in line fails as "address_busy" (ours, not the server's).
+# More than one audit of an address at once is allowed only by raising SCAN_AUDITS_PER_IP, which gives up
+# the fleet-wide politeness: up to that many times SCAN_CONNECTIONS_PER_IP connections to the address.
+SCAN_AUDITS_PER_IP = env_int("SCAN_AUDITS_PER_IP", 1, minimum=1)
+AUDIT_TURN_WAIT_SECONDS = env_int("AUDIT_TURN_WAIT_SECONDS", max(1, min(3600, AUDIT_QUEUE_TIMEOUT_SECONDS // 2)),
+                                  minimum=1)
+if AUDIT_TURN_WAIT_SECONDS > AUDIT_QUEUE_TIMEOUT_SECONDS:
+    raise ImproperlyConfigured("AUDIT_TURN_WAIT_SECONDS must be at most AUDIT_QUEUE_TIMEOUT_SECONDS.")
 LOAD_LOCK_WAIT_SECONDS = env_int("LOAD_LOCK_WAIT_SECONDS", 5, minimum=1)
 PROBE_LOCK_WAIT_SECONDS = env_int("PROBE_LOCK_WAIT_SECONDS", 10, minimum=1)
 # Agent tasks each run step is split into (spread over the load workers' hosts).

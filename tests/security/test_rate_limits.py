@@ -81,6 +81,27 @@ def test_a_target_audited_too_often_is_refused_to_every_org(alice, charlie, site
     assert "in the last 10 minutes. Try again in 2 minutes." in refusal.value.message
 
 
+def test_eight_names_pinned_to_one_address_share_its_limit(alice, org_a, settings):
+    """#27: the limit counts the address:port the names point to, not the names: 8 names for one server
+    got 8 of 8 audits, where the limit is 5 per 10 minutes."""
+    settings.AUDIT_LIMIT_PER_TARGET, settings.AUDIT_LIMIT_TARGET_MINUTES = 5, 10
+    sites = [Site.objects.create(organization=org_a, hostname=f"name{n}.shared-host.test", pinned_ip="198.51.100.7")
+             for n in range(8)]
+
+    for site in sites[:5]:
+        assert queue_audit(site, user=alice)[1] is True
+    with pytest.raises(AuditRateLimited) as refusal:
+        queue_audit(sites[5], user=alice)
+
+    assert refusal.value.code == "audits_per_target"
+    assert "name5.shared-host.test:443 (198.51.100.7:443, under any name) was already audited 5 times" in (
+        refusal.value.message)
+    assert Audit.objects.filter(ip="198.51.100.7").count() == 5
+    other_port = Site.objects.create(organization=org_a, hostname="name0.shared-host.test", https_port=8443,
+                                     pinned_ip="198.51.100.7")
+    assert queue_audit(other_port, user=alice)[1] is True      # another port of that address is another target
+
+
 def test_another_port_of_the_same_host_is_another_target(alice, org_a, site_a, settings):
     settings.AUDIT_LIMIT_PER_TARGET = 1
     past_audit(site_a, minutes_ago=1)

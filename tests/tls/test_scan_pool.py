@@ -9,16 +9,14 @@ threads-pool scan worker and the batch CLI run them. Real lab servers, real ssly
 
 from __future__ import annotations
 
-import selectors
-import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 import pytest
 
 from tests import hostile
+from tests.support.relay import counting_relay
 from tlsaudit.domain.audit_report import build_report
 from workers.tls import deadline as deadline_module
 from workers.tls.deadline import configure_gates
@@ -81,96 +79,6 @@ def test_a_stalling_target_does_not_hold_up_the_audits_beside_it(tls_lab, gates)
         assert grades(outcome) == (tls_lab.spec(name).grade, tls_lab.spec(name).grade_ignoring_trust)
         assert finished_at < stalled_at, name
     assert stalled_outcome.error is not None and stalled_outcome.error.code == "timeout", stalled_outcome.error
-
-
-class CountingRelay:
-    """A TCP relay to several upstream ports, one listening port each, in ONE selector thread that
-    handles a wake-up's closes before its other events. A connection counts as open from its client's
-    first bytes to its first EOF. Seen from the server, a connection the client just closed can still
-    look open when its next one's first bytes arrive (the FIN and the next SYN cross the kernel on
-    different CPUs): measured, the relay saw at most one more than the client's own count, never two."""
-
-    def __init__(self, upstreams: list[int]):
-        self.selector = selectors.DefaultSelector()
-        self.listeners = {}
-        for upstream in upstreams:
-            listener = socket.create_server(("127.0.0.1", 0))
-            listener.setblocking(False)
-            self.selector.register(listener, selectors.EVENT_READ, ("accept", upstream))
-            self.listeners[upstream] = listener
-        self.open = self.peak = self.total = 0
-        self.stop = threading.Event()
-
-    def port(self, upstream: int) -> int:
-        return self.listeners[upstream].getsockname()[1]
-
-    def serve(self) -> None:
-        while not self.stop.is_set():
-            events = self.selector.select(0.05)
-            for key, _ in sorted(events, key=lambda event: not self.at_eof(event[0])):  # closes first
-                if key.data[0] == "accept":
-                    self.accept(key.fileobj, key.data[1])
-                else:
-                    self.pipe(key.fileobj, key.data[1])
-
-    def accept(self, listener, upstream: int) -> None:
-        try:
-            client, _ = listener.accept()
-        except BlockingIOError:
-            return
-        server = socket.create_connection(("127.0.0.1", upstream))
-        pair = {"client": client, "server": server, "open": True, "counted": False}
-        for sock, other in ((client, server), (server, client)):
-            sock.setblocking(True)
-            self.selector.register(sock, selectors.EVENT_READ, ("pipe", (other, pair)))
-
-    @staticmethod
-    def at_eof(key) -> bool:
-        if key.data[0] == "accept":
-            return False
-        try:
-            return key.fileobj.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-        except BlockingIOError:
-            return False
-        except OSError:
-            return True
-
-    def pipe(self, sock, data) -> None:
-        other, pair = data
-        try:
-            chunk = sock.recv(65536)
-            if chunk:
-                if sock is pair["client"] and not pair["counted"]:
-                    pair["counted"] = True
-                    self.open += 1
-                    self.total += 1
-                    self.peak = max(self.peak, self.open)
-                other.sendall(chunk)
-                return
-        except OSError:
-            pass
-        self.close(pair)
-
-    def close(self, pair) -> None:
-        if not pair["open"]:
-            return
-        pair["open"] = False
-        self.open -= pair["counted"]
-        for side in ("client", "server"):
-            self.selector.unregister(pair[side])
-            pair[side].close()
-
-
-@contextmanager
-def counting_relay(upstreams: list[int]):
-    relay = CountingRelay(upstreams)
-    thread = threading.Thread(target=relay.serve, daemon=True)
-    thread.start()
-    try:
-        yield relay
-    finally:
-        relay.stop.set()
-        thread.join(2)
 
 
 def test_one_process_never_opens_more_than_per_ip_connections_to_one_address(tls_lab, gates):

@@ -51,11 +51,17 @@ def summarize(audit: Audit) -> dict:
     }
 
 
+# Failures that say nothing about the site: our own queue gave up before anything was sent to it (#27).
+NOT_THE_SITES = ("address_busy",)
+
+
 def failure_streak(audit: Audit) -> dict:
-    """How many finished audits of the site failed in a row, ending with this one."""
-    if audit.status != Audit.Status.FAILED:
+    """How many finished audits of the site failed in a row, ending with this one; audits that failed for
+    a reason of ours (NOT_THE_SITES) neither count nor break the streak."""
+    if audit.status != Audit.Status.FAILED or audit.error_code in NOT_THE_SITES:
         return {"consecutive_failures": 0, "failing_since": None}
     history = (Audit.objects.filter(site_id=audit.site_id, status__in=FINISHED, created_at__lte=audit.created_at)
+               .exclude(error_code__in=NOT_THE_SITES)
                .order_by("-created_at", "-pk").values_list("pk", "status")[:50])
     streak = []
     for pk, status in history:

@@ -26,9 +26,12 @@ from tlsaudit.core.queue import QueueUnavailable, enqueue, messages_lost, queue_
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
 from tlsaudit.domain.audit_report import build_report
 from tlsaudit.domain.ciphers import classify, strength_label
+from tlsaudit.domain.ratelimit import in_words
 from tlsaudit.domain.scanfacts import BAD, OK, ScanFacts
 from tlsaudit.orgs.models import Organization
 from tlsaudit.sites.models import Site
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 
 AUDIT_TASK = "workers.tasks.audit.run_audit"
 ACTIVE = (Audit.Status.QUEUED, Audit.Status.RUNNING)
@@ -45,6 +48,9 @@ WORKER_LOST = ("worker_lost", "The audit was interrupted twice (its worker stopp
 DATABASE_DOWN = (OperationalError, InterfaceError)
 log = logging.getLogger(__name__)
 HOUR = timedelta(hours=1)
+# A manual audit resolves its name to count the per-target limit by address (#27); a slower DNS only loses
+# that count (the name's own still holds), never the click.
+ADDRESS_LOOKUP_SECONDS = 2.0
 
 
 class AuditRateLimited(RateLimited):
@@ -57,17 +63,19 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int =
 
     Manual and API audits may raise AuditRateLimited; scheduled ones are never limited.
     """
+    limited = trigger != Audit.Trigger.SCHEDULE
+    address = target_address(site) if limited else site.pinned_ip   # before the transaction: DNS may take a while
     with transaction.atomic():
         active = Audit.objects.select_for_update().filter(site=site, status__in=ACTIVE).first()
         if active:
             return active, False
-        if trigger != Audit.Trigger.SCHEDULE:
-            enforce_audit_limits(site)
+        if limited:
+            enforce_audit_limits(site, address)
         now = timezone.now()
         audit = Audit.objects.create(site=site, organization_id=site.organization_id, trigger=trigger,
                                      requested_by=user if user and user.is_authenticated else None,
                                      host=site.hostname, port=site.https_port, service=site.service, queued_at=now,
-                                     sent_at=now)
+                                     sent_at=now, ip=address)
         send(audit, delay_s=delay_s)
     return audit, True
 
@@ -124,8 +132,22 @@ def keep_unsent(audit: Audit) -> QueueUnavailable:
                             "It starts by itself as soon as the queue is back.", row=audit)
 
 
-def enforce_audit_limits(site) -> None:
-    """Per organization per hour, and per target (host:port, all organizations together) per window.
+def target_address(site) -> str | None:
+    """The IP address an audit of the site will connect to: its pinned IP, or its name resolved now
+    (the worker resolves it again). None when the name does not resolve: the worker will say why."""
+    if site.pinned_ip:
+        return site.pinned_ip
+    try:
+        return resolve_target(site.hostname, site.https_port, allow_private=settings.ALLOW_PRIVATE_TARGETS,
+                              timeout=ADDRESS_LOOKUP_SECONDS, resolver=settings.DNS_RESOLVER).ip
+    except TargetError:
+        return None
+
+
+def enforce_audit_limits(site, address: str | None = None) -> None:
+    """Per organization per hour, and per target (all organizations together) per window: the target
+    is host:port and, when known, the address:port it resolves to, whatever names point there (#27),
+    so that eight names for one server do not make eight times the limit.
 
     Runs inside queue_audit's transaction with the organization's row locked, so two clicks cannot
     both take the last slot. Scheduled audits neither count nor get refused.
@@ -138,7 +160,11 @@ def enforce_audit_limits(site) -> None:
             what=f"your organization already started {per_org} audits")
     per_target, window = settings.AUDIT_LIMIT_PER_TARGET, timedelta(minutes=settings.AUDIT_LIMIT_TARGET_MINUTES)
     target = f"{site.hostname}:{site.https_port}"
-    enforce(times_since(on_demand.filter(host__iexact=site.hostname, port=site.https_port), window),
+    same_target = Q(host__iexact=site.hostname, port=site.https_port)
+    if address:
+        same_target |= Q(ip=address, port=site.https_port)
+        target = f"{target} ({address}:{site.https_port}, under any name)"
+    enforce(times_since(on_demand.filter(same_target), window),
             limit=per_target, window=window, code="audits_per_target", error=AuditRateLimited,
             what=f"{target} was already audited {times(per_target)} (by all users of TLS Audit together)")
 
@@ -172,6 +198,33 @@ def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
     now = timezone.now()
     Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
         sent_at=now, runner=runner, heartbeat_at=now + timedelta(seconds=countdown_s))
+
+
+def note_turn(audit: Audit, note: str) -> None:
+    """What a queued audit waits for (turn_message), or "" once it has its turn; written when it changes."""
+    if audit.turn_note != note:
+        Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(turn_note=note)
+        audit.turn_note = note
+
+
+def turn_message(ip: str, place) -> str:
+    if place.ahead == 0:
+        others = "an audit of another site on that address is running"
+    elif place.ahead == 1:
+        others = "1 audit of another site on that address is ahead of it"
+    else:
+        others = f"{place.ahead} audits of other sites on that address are ahead of it"
+    return (f"Waiting for its turn at {ip}: TLS Audit audits one site per address at a time, to stay within "
+            f"{settings.SCAN_CONNECTIONS_PER_IP} connections per address; {others}. Waiting "
+            f"{in_words(int(place.waited_s))} so far; its own deadline starts with its turn.")
+
+
+def address_busy_message(ip: str, place, bound_s: int) -> str:
+    return (f"Not started: this audit waited {in_words(int(place.waited_s))} for its turn at {ip}, longer "
+            f"than the {in_words(bound_s)} allowed (AUDIT_TURN_WAIT_SECONDS), behind audits of other sites "
+            f"on that address ({place.ahead} still ahead). TLS Audit's own queue was too long: nothing was sent "
+            "to the server, and this says nothing about it. Spread these sites' audits over a longer window "
+            "(the portfolio shows which addresses do not fit theirs), or run more scan workers.")
 
 
 def orphan_held(now) -> int:

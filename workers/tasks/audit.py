@@ -1,6 +1,7 @@
 """The audit task: thin glue between the Audit row and the scan engine (its opening: gate.py)."""
 
 import logging
+import math
 import tempfile
 import time
 from contextlib import contextmanager
@@ -12,7 +13,7 @@ from redis.exceptions import RedisError
 
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
-from tlsaudit.core import runners
+from tlsaudit.core import locks, runners, turns
 from workers.celery import app
 from workers.tasks import gate
 from workers.tasks.heartbeat import keep_alive
@@ -22,6 +23,9 @@ from workers.tls.engine import run_scan
 log = logging.getLogger(__name__)
 # A scan result in hand is worth waiting for while PostgreSQL restarts; after this, the reaper re-runs it.
 STORE_RETRY_SECONDS = 60
+# The scan locks are the address's, whatever the port or the name (#27): "<ip>:slot0", "<ip>:slot1"...
+ADDRESS = "slot"
+ADDRESS_BUSY = "address_busy"
 
 
 # PostgreSQL or Redis unreachable before the claim: the row is still queued, so try again later.
@@ -31,22 +35,83 @@ STORE_RETRY_SECONDS = 60
 @gate.opening
 def run_audit(self, audit_id: int) -> str:
     """1. load the queued audit (taking over a redelivered run whose process died), 2. resolve and
-    check the target, 3. lock its ip:port for one lease, 4. claim the row atomically (the attempt
+    check the target, 3. take its turn at the address (one audit per IP address in the whole fleet, the
+    others in line: address_turn) with a lock for one lease, 4. claim the row atomically (the attempt
     number fences this run's writes), 5. scan, grade and store, beating the row's heartbeat and
     extending the lock meanwhile, 6. release the lock."""
     audit = gate.queued(Audit, audit_id, take_over=services.take_over)
     target = gate.resolved(audit, services.fail)
     holder = gate.holder_of(audit_id)
-    with gate.target_lock("scan", target.ip, [target.port], holder, settings.AUDIT_LEASE_SECONDS) as lock:
+    with address_turn(audit, target.ip, holder) as lock:
         if not lock:
             # this delivery lives on as the retry, held here: see services.mark_held
             services.mark_held(audit_id, runners.this_process(), settings.AUDIT_LOCK_WAIT_SECONDS)
-            gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS)  # another audit of this server is running
+            # another audit of this address runs: wait in line, as long as the line's own bound allows
+            gate.wait_for_target(self, settings.AUDIT_LOCK_WAIT_SECONDS, max_retries=self.max_retries + math.ceil(
+                settings.AUDIT_TURN_WAIT_SECONDS / settings.AUDIT_LOCK_WAIT_SECONDS))
         attempt = services.claim(audit_id)
         if not attempt:
             return gate.SKIPPED
         with keep_alive(audit_id, attempt, lock.keys, lock.holder):
             return scan_and_store(audit, target, attempt)
+
+
+def turn_alive_s() -> float:
+    """How long a waiter keeps its place in line without coming back: its retry's countdown, the grace
+    after which the reaper sends a held retry again, and a lease (core.turns)."""
+    return settings.AUDIT_LOCK_WAIT_SECONDS + settings.AUDIT_HELD_GRACE_SECONDS + settings.AUDIT_LEASE_SECONDS
+
+
+@contextmanager
+def address_turn(audit, ip: str, holder: str):
+    """A scan lock of the audit's address (SCAN_AUDITS_PER_IP of them in the whole fleet, one by default)
+    when it is this audit's turn (core.turns), else None after noting on the row that it waits, and for
+    what. Leaving, the holder sends the next in line at once instead of leaving the address idle until
+    that one's retry is due (a duplicate delivery is harmless: the claim is one atomic UPDATE). Past
+    AUDIT_TURN_WAIT_SECONDS in line the audit fails, as ours to blame: nothing was sent to the server."""
+    token = turn_token(audit.pk)
+    place = turns.join(ip, token, turn_alive_s())
+    lock = take_an_address_slot(ip, holder) if place.ahead < settings.SCAN_AUDITS_PER_IP else None
+    if lock is not None:
+        turns.leave(ip, token)
+        services.note_turn(audit, "")
+        try:
+            yield lock
+        finally:
+            if not lock.kept:
+                locks.release(lock.keys, holder)
+            send_next_in_line(ip)
+        return
+    if place.waited_s > settings.AUDIT_TURN_WAIT_SECONDS:
+        turns.leave(ip, token)
+        services.fail(audit, ADDRESS_BUSY, services.address_busy_message(ip, place, settings.AUDIT_TURN_WAIT_SECONDS))
+        raise gate.Stop(gate.FAILED)
+    services.note_turn(audit, services.turn_message(ip, place))
+    yield None
+
+
+def take_an_address_slot(ip: str, holder: str) -> gate.TargetLock | None:
+    """The first free one of the address's SCAN_AUDITS_PER_IP scan locks, for one lease."""
+    for slot in range(settings.SCAN_AUDITS_PER_IP):
+        keys = locks.keys("scan", ip, [f"{ADDRESS}{slot}"])
+        if locks.take(keys, holder, settings.AUDIT_LEASE_SECONDS):
+            return gate.TargetLock(keys, holder)
+    return None
+
+
+def turn_token(audit_id: int) -> str:
+    return f"audit:{audit_id}"
+
+
+def send_next_in_line(ip: str) -> None:
+    """Deliver the audit next in line for `ip` now; on a broker error its own retry comes as planned."""
+    token = turns.first(ip)
+    if token is None or not token.startswith("audit:"):
+        return
+    try:
+        run_audit.apply_async((int(token.removeprefix("audit:")),))
+    except Exception as exc:  # noqa: BLE001  (kombu's and redis's errors alike: the retry is the fallback)
+        log.warning("could not send the next audit of %s at once (%s): its retry will", ip, exc)
 
 
 def scan_and_store(audit, target, attempt: int) -> str:

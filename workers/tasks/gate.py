@@ -135,10 +135,13 @@ def target_lock(kind: str, ip: str, ports: Iterable[int], holder: str, seconds: 
             locks.release(lock.keys, holder)
 
 
-def wait_for_target(task, countdown: int, give_up: Callable[[], object] | None = None) -> NoReturn:
-    """Another run holds the target: retry this delivery in `countdown` s. After the task's last retry,
-    `give_up()` fails the row and the opening ends (without it, Celery's MaxRetriesExceeded does)."""
-    if give_up is not None and task.request.retries >= task.max_retries:
+def wait_for_target(task, countdown: int, give_up: Callable[[], object] | None = None,
+                    max_retries: int | None = None) -> NoReturn:
+    """Another run holds the target: retry this delivery in `countdown` s. After the task's last retry
+    (`max_retries`, else the task's), `give_up()` fails the row and the opening ends (without it,
+    Celery's MaxRetriesExceeded does)."""
+    limit = task.max_retries if max_retries is None else max_retries
+    if give_up is not None and task.request.retries >= limit:
         give_up()
         raise Stop(FAILED)
-    raise task.retry(countdown=countdown)
+    raise task.retry(countdown=countdown, max_retries=limit)

@@ -9,13 +9,16 @@ Runs audits synchronously: no worker, no broker, no database write. Exit status 
 deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
 
 With several targets they are audited concurrently in this process (the scan pool's engine and limits:
-SCAN_POOL_THREADS audits at once, SCAN_CONNECTIONS_PER_IP connections per address), `--ip` pins them
+SCAN_POOL_THREADS audits at once, SCAN_CONNECTIONS_PER_IP connections per address), except that targets
+on one address take turns, in the order given, each deadline starting with its turn; `--ip` pins them
 all, and each prints as it finishes: with --json one compact JSON object per line, with a "target"
 key (the argument as given). Exit 0 when every audit ran, 2 otherwise.
 """
 
 import json
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import queue
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from pathlib import Path
 
 from tlsaudit.core.management.base import TargetCommand, error_json, parse_int, parse_ip, read_ca_file
@@ -23,6 +26,8 @@ from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import failure_text
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.domain.services import HTTPS, SERVICES, service_named
+from workers.net.errors import TargetError
+from workers.net.target import resolve_target
 from workers.tls.deadline import configure_gates
 from workers.tls.engine import preload_sslyze, run_scan
 from workers.tls.warmup import filter_sslyze_warnings, warm_up
@@ -96,15 +101,24 @@ class Command(TargetCommand):
         self.exit(all(ran))
 
     def run_batch(self, parsed: list[tuple[str, tuple]]) -> list[bool]:
+        """One lane per address (lanes_by_address), SCAN_POOL_THREADS lanes at once: the targets that share
+        an address take turns in the order given, each with its whole deadline from its turn, instead of
+        sharing that address's connections until all of them run out of time (#27)."""
         warm_up()  # before the threads: sslyze's trust-store singleton is not thread-safe
         configure_gates(setting("SCAN_CONNECTIONS_PER_IP"), setting("SCAN_MAX_CONNECTIONS"))
         preload_sslyze(*REPORT_MODULES)
+        lanes = lanes_by_address(parsed)
+        finished: queue.Queue = queue.Queue()
         ran = []
-        with ThreadPoolExecutor(max_workers=min(len(parsed), setting("SCAN_POOL_THREADS")),
+        with ThreadPoolExecutor(max_workers=min(len(lanes), setting("SCAN_POOL_THREADS")),
                                 thread_name_prefix="audit") as pool:
-            futures = {pool.submit(scan, arguments): (target, arguments) for target, arguments in parsed}
-            for future in as_completed(futures):
-                ran.append(self.print_outcome(*futures[future], future.result()))
+            for lane in lanes:
+                pool.submit(run_lane, lane, finished.put)
+            for _ in parsed:
+                target, arguments, outcome = finished.get()
+                if isinstance(outcome, Exception):
+                    raise outcome   # a bug in the engine (it reports every failure of the server in the outcome)
+                ran.append(self.print_outcome(target, arguments, outcome))
         return ran
 
     def print_outcome(self, target: str, arguments, outcome) -> bool:
@@ -124,6 +138,31 @@ class Command(TargetCommand):
             self.stdout.write(json.dumps({"target": target, **error_json(*error), **extra}))
         else:
             self.stderr.write(f"{self.name} failed: {target}: {failure_text(*error)}")
+
+
+def lanes_by_address(parsed: list[tuple[str, tuple]]) -> list[list[tuple[str, tuple]]]:
+    """The targets grouped by the address they connect to (--ip, else the name resolved now and pinned,
+    so the audit connects where it was grouped), each group in the order given. A name that does not
+    resolve gets a lane of its own: its audit says why."""
+    lanes: dict[str, list] = {}
+    for target, arguments in parsed:
+        host, port, ip = arguments[:3]
+        if ip is None:
+            with suppress(TargetError):
+                ip = resolve_target(host, port, allow_private=setting("ALLOW_PRIVATE_TARGETS"),
+                                    timeout=arguments[4]).ip
+                arguments = (host, port, ip, *arguments[3:])
+        lanes.setdefault(ip or f"{target} unresolved", []).append((target, arguments))
+    return list(lanes.values())
+
+
+def run_lane(lane: list[tuple[str, tuple]], done) -> None:
+    """Audit one address's targets one after another; `done((target, arguments, outcome))` for each."""
+    for target, arguments in lane:
+        try:
+            done((target, arguments, scan(arguments)))
+        except Exception as exc:  # noqa: BLE001  (handed to the main thread, which raises it)
+            done((target, arguments, exc))
 
 
 def scan(arguments):

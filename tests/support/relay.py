@@ -1,0 +1,104 @@
+"""A relay that counts, at the server's side, how many of our connections are open at once (the
+per-address politeness tests: tests/tls/test_scan_pool.py, tests/tls/test_shared_address.py)."""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+from contextlib import contextmanager
+
+
+class CountingRelay:
+    """A TCP relay to several upstream ports, one listening port each, in ONE selector thread that
+    handles a wake-up's closes before its other events. A connection counts as open from its client's
+    first bytes to its first EOF. Seen from the server, a connection the client just closed can still
+    look open when its next one's first bytes arrive (the FIN and the next SYN cross the kernel on
+    different CPUs): measured, the relay saw at most one more than the client's own count, never two."""
+
+    def __init__(self, upstreams: list[int]):
+        self.selector = selectors.DefaultSelector()
+        self.listeners = []   # (upstream, listener), one per upstream given, in order (repeats allowed)
+        for upstream in upstreams:
+            listener = socket.create_server(("127.0.0.1", 0))
+            listener.setblocking(False)
+            self.selector.register(listener, selectors.EVENT_READ, ("accept", upstream))
+            self.listeners.append((upstream, listener))
+        self.open = self.peak = self.total = 0
+        self.stop = threading.Event()
+
+    def port(self, upstream: int) -> int:
+        """The first listening port relayed to `upstream`."""
+        return next(listener for port, listener in self.listeners if port == upstream).getsockname()[1]
+
+    def ports(self) -> list[int]:
+        """Every listening port, in the order of the upstreams given."""
+        return [listener.getsockname()[1] for _, listener in self.listeners]
+
+    def serve(self) -> None:
+        while not self.stop.is_set():
+            events = self.selector.select(0.05)
+            for key, _ in sorted(events, key=lambda event: not self.at_eof(event[0])):  # closes first
+                if key.data[0] == "accept":
+                    self.accept(key.fileobj, key.data[1])
+                else:
+                    self.pipe(key.fileobj, key.data[1])
+
+    def accept(self, listener, upstream: int) -> None:
+        try:
+            client, _ = listener.accept()
+        except BlockingIOError:
+            return
+        server = socket.create_connection(("127.0.0.1", upstream))
+        pair = {"client": client, "server": server, "open": True, "counted": False}
+        for sock, other in ((client, server), (server, client)):
+            sock.setblocking(True)
+            self.selector.register(sock, selectors.EVENT_READ, ("pipe", (other, pair)))
+
+    @staticmethod
+    def at_eof(key) -> bool:
+        if key.data[0] == "accept":
+            return False
+        try:
+            return key.fileobj.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
+    def pipe(self, sock, data) -> None:
+        other, pair = data
+        try:
+            chunk = sock.recv(65536)
+            if chunk:
+                if sock is pair["client"] and not pair["counted"]:
+                    pair["counted"] = True
+                    self.open += 1
+                    self.total += 1
+                    self.peak = max(self.peak, self.open)
+                other.sendall(chunk)
+                return
+        except OSError:
+            pass
+        self.close(pair)
+
+    def close(self, pair) -> None:
+        if not pair["open"]:
+            return
+        pair["open"] = False
+        self.open -= pair["counted"]
+        for side in ("client", "server"):
+            self.selector.unregister(pair[side])
+            pair[side].close()
+
+
+@contextmanager
+def counting_relay(upstreams: list[int]):
+    relay = CountingRelay(upstreams)
+    thread = threading.Thread(target=relay.serve, daemon=True)
+    thread.start()
+    try:
+        yield relay
+    finally:
+        relay.stop.set()
+        thread.join(2)
