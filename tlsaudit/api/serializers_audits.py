@@ -38,9 +38,12 @@ class AuditSerializer(OptionalInSchema, FieldsMixin, serializers.ModelSerializer
         fields = ["id", "url", "site", "site_url", "status", "trigger", "progress_percent", "grade",
                   "grade_ignoring_trust", "score", "rules_version", "host", "port", "service", "ip", "created_at",
                   "started_at",
-                  "finished_at", "duration_s", "timings", "error_code", "error_label", "error_message"]
+                  "finished_at", "duration_s", "timings", "error_code", "error_label", "error_message", "turn_note"]
         read_only_fields = fields
         extra_kwargs = {"site": {"help_text": "The site's id."},
+                        "turn_note": {"help_text": "While queued behind audits of other sites on the same IP address "
+                                                   "(one audit per address at a time): what it waits for, in words; "
+                                                   "else empty."},
                         "grade_ignoring_trust": {"help_text": "The grade if the certificate were trusted (T → "
                                                               "what the configuration earns)."}}
 

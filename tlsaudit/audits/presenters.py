@@ -121,6 +121,7 @@ ERROR_LABELS = {
     "timeout": "Timed out", "no_tls": "No TLS on this port", "tls_handshake_failed": "TLS handshake failed",
     "sslv2_only": "Only SSL 2.0", "starttls_rejected": "STARTTLS refused", "connection_failed": "Connection failed",
     "invalid_target": "Invalid target", "worker_lost": "Interrupted",
+    "address_busy": "Not started: our queue for its address was too long", "not_started": "Not started: no worker",
 }
 
 
