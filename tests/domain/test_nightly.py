@@ -94,3 +94,30 @@ def test_each_site_starts_at_a_stable_second_and_a_minutes_starts_spread_over_it
     assert len(minute) >= 15 and max(Counter(nightly.second_of_minute(site) for site in minute).values()) <= 3
     # sha256, not hash(): pinned values hold in every process, every night
     assert [nightly.second_of_minute(site) for site in (1, 2, 3)] == [48, 1, 17]
+
+
+def test_an_address_takes_the_starts_its_audits_fit_one_at_a_time():
+    assert [nightly.address_capacity(seconds) for seconds in (30, 60, 90, 5)] == [2, 1, 1, 12]
+    assert nightly.address_capacity(30, audits_per_ip=2) == 4
+
+
+def test_a_plan_spreads_one_address_and_leaves_the_others_as_they_were():
+    ids = range(1, 201)
+    shared = {site_id: "203.0.113.5" for site_id in range(1, 101)}
+    without = nightly.plan(ids, minutes=60, capacity=10)
+    with_addresses = nightly.plan(ids, minutes=60, capacity=10, addresses_of=shared, per_address_minute=2)
+
+    per_minute = Counter(with_addresses[i] for i in shared)
+    assert max(per_minute.values()) == 2 and len(per_minute) >= 50
+    assert max(Counter(with_addresses.values()).values()) <= 10
+    assert max(Counter(without[i] for i in shared).values()) > 2     # by time alone they bunch
+
+
+def test_crowded_addresses_are_the_ones_that_do_not_fit_most_crowded_first():
+    verdicts = nightly.crowded_addresses({"192.0.2.1": 130, "192.0.2.2": 120, "192.0.2.3": 500}, minutes=60,
+                                         per_minute=2, audit_seconds=30)
+    assert [(v.address, v.sites) for v in verdicts] == [("192.0.2.3", 500), ("192.0.2.1", 130)]
+    assert verdicts[0].words() == ("500 scheduled sites share 192.0.2.3: audited one at a time (about 30 s each, "
+                                   "to stay polite to that address), they need 4.2 h and the window has 60 min. "
+                                   "The last ones would wait for their turn past the window: widen the window, or "
+                                   "schedule some of them weekly.")

@@ -64,3 +64,46 @@ def test_a_window_too_short_is_a_visible_warning_on_the_portfolio(settings, logi
     page = login(alice).get(url).content.decode()
     assert 'data-testid="window-warning"' in page
     assert "61 scheduled sites need 2 hour(s) at 1 audit starts per minute, the window has 1." in page
+
+
+def test_sites_on_one_address_are_spread_so_none_waits_for_another(settings, org_a):
+    """#27 item 4: audits of one address run one at a time (about NIGHTLY_AUDIT_SECONDS each), so the plan
+    starts at most 60 / 30 = 2 of them a minute, whatever room the pool has."""
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 20, 30
+    OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
+    shared = [Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+              for i in range(100)]
+    own = add_sites(org_a, 100)
+
+    on_shared = Counter((s.schedule.hour, s.schedule.minute) for s in shared)
+    assert max(on_shared.values()) <= 2 and len(on_shared) >= 50
+    assert max(starts(org_a).values()) <= 20
+    assert all(s.schedule.hour == 7 for s in own)
+
+
+def test_narrowing_the_window_keeps_an_address_within_what_it_takes(settings, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 20, 60
+    for i in range(30):
+        Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+
+    schedules.update_policy(org_a.schedule_policy, start=3, end=4)
+
+    per_minute = starts(org_a)
+    assert max(per_minute.values()) == 1 and len(per_minute) == 30 and {hour for hour, _ in per_minute} == {3}
+
+
+def test_an_address_whose_sites_do_not_fit_the_window_is_named_on_the_portfolio(settings, login, alice, org_a):
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 100, 30
+    OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
+    url = reverse("monitoring:portfolio", args=[org_a.slug])
+    for i in range(120):      # 120 audits of 30 s, one at a time: exactly the hour
+        Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+    page = login(alice).get(url).content.decode()
+    assert 'data-testid="crowded-addresses"' not in page and 'data-testid="window-warning"' not in page
+
+    Site.objects.create(organization=org_a, hostname="one-more.shared.test", pinned_ip="203.0.113.5")
+
+    page = login(alice).get(url).content.decode()
+    assert 'data-testid="window-warning"' not in page       # the pool has room: the address has not
+    assert ("121 scheduled sites share 203.0.113.5: audited one at a time (about 30 s each, to stay polite to "
+            "that address), they need 61 min and the window has 60 min.") in page

@@ -18,7 +18,7 @@ import hashlib
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def window_minutes(hours: list[int]) -> int:
@@ -50,29 +50,96 @@ def second_of_minute(site_id: int) -> int:
     return int.from_bytes(digest[:8], "big") % 60
 
 
-def place(site_id: int, load: Counter, minutes: int, capacity: int) -> int:
+def address_capacity(audit_seconds: int, audits_per_ip: int = 1) -> int:
+    """Scheduled starts per minute one IP address takes: its audits run one at a time in the fleet (#27),
+    each about `audit_seconds`, so more starts in a minute only queue up behind each other."""
+    return max(1, 60 * audits_per_ip // audit_seconds)
+
+
+@dataclass
+class AddressLoad:
+    """Starts per (address, minute) so far, and how many one address takes per minute."""
+    per_minute: int
+    starts: Counter = field(default_factory=Counter)
+
+    def has_room(self, address: str | None, minute: int) -> bool:
+        return address is None or self.starts[address, minute] < self.per_minute
+
+    def add(self, address: str | None, minute: int) -> None:
+        if address is not None:
+            self.starts[address, minute] += 1
+
+
+def place(site_id: int, load: Counter, minutes: int, capacity: int, *, address: str | None = None,
+          addresses: AddressLoad | None = None) -> int:
     """The site's minute: the less loaded of its two hashed choices (two choices keep the busiest minute
     near the average where one would leave random clumps), else the next minute with room after the
-    first; with none left, the least loaded (nearest after the first choice). Records it in `load`."""
+    first; with none left, the least loaded (nearest after the first choice). A minute has room when it
+    holds fewer than `capacity` starts and, for a site whose IP address is known, fewer than that address
+    takes (`addresses`: sites on one address are spread so they need not wait for each other). Records it."""
+    addresses = addresses or AddressLoad(per_minute=capacity)
+
+    def has_room(minute: int) -> bool:
+        return load[minute] < capacity and addresses.has_room(address, minute)
+
+    def take(minute: int) -> int:
+        load[minute] += 1
+        addresses.add(address, minute)
+        return minute
+
     first, second = preferred(site_id, minutes), preferred(site_id, minutes, 1)
     best = second if load[second] < load[first] else first
-    if load[best] < capacity:
-        load[best] += 1
-        return best
+    if has_room(best):
+        return take(best)
     for step in range(1, minutes):
         slot = (first + step) % minutes
-        if load[slot] < capacity:
-            load[slot] += 1
-            return slot
-    slot = min(range(minutes), key=lambda m: (load[m], (m - first) % minutes))
-    load[slot] += 1
-    return slot
+        if has_room(slot):
+            return take(slot)
+    return take(min(range(minutes), key=lambda m: (addresses.starts[address, m], load[m], (m - first) % minutes)))
 
 
-def plan(site_ids: Iterable[int], minutes: int, capacity: int) -> dict[int, int]:
-    """Every site's minute, placed in id order (so adding a site moves no other)."""
+def plan(site_ids: Iterable[int], minutes: int, capacity: int, *, addresses_of: dict[int, str] | None = None,
+         per_address_minute: int | None = None) -> dict[int, int]:
+    """Every site's minute, placed in id order (so adding a site moves no other); with `addresses_of`,
+    at most `per_address_minute` starts per minute on one address."""
     load: Counter = Counter()
-    return {site_id: place(site_id, load, minutes, capacity) for site_id in sorted(site_ids)}
+    addresses = AddressLoad(per_minute=per_address_minute or capacity)
+    addresses_of = addresses_of or {}
+    return {site_id: place(site_id, load, minutes, capacity, address=addresses_of.get(site_id), addresses=addresses)
+            for site_id in sorted(site_ids)}
+
+
+@dataclass(frozen=True)
+class AddressVerdict:
+    """Whether the scheduled sites on one IP address fit the window, audited one at a time."""
+    address: str
+    sites: int
+    minutes: int          # in the window
+    per_minute: int       # starts one address takes per minute (address_capacity)
+    audit_seconds: int
+
+    @property
+    def fits(self) -> bool:
+        return self.sites <= self.minutes * self.per_minute
+
+    def words(self) -> str:
+        needed = math.ceil(self.sites / self.per_minute)
+        return (f"{self.sites} scheduled sites share {self.address}: audited one at a time (about "
+                f"{self.audit_seconds} s each, to stay polite to that address), they need {in_hours(needed)} "
+                f"and the window has {in_hours(self.minutes)}. The last ones would wait for their turn past the "
+                f"window: widen the window, or schedule some of them weekly.")
+
+
+def in_hours(minutes: int) -> str:
+    return f"{minutes} min" if minutes < 120 else f"{minutes / 60:.1f} h"
+
+
+def crowded_addresses(sites_per_address: dict[str, int], minutes: int, per_minute: int,
+                      audit_seconds: int) -> list[AddressVerdict]:
+    """The addresses whose scheduled sites do not fit the window, the most crowded first."""
+    verdicts = [AddressVerdict(address, n, minutes, per_minute, audit_seconds) for address, n in
+                sorted(sites_per_address.items(), key=lambda item: (-item[1], item[0]))]
+    return [verdict for verdict in verdicts if not verdict.fits]
 
 
 @dataclass(frozen=True)

@@ -39,24 +39,44 @@ def capacity() -> int:
     return settings.NIGHTLY_MAX_STARTS_PER_MINUTE
 
 
-def window_load(org) -> Counter:
-    """Starts per minute offset of the organization's enabled schedules inside its window (one query).
-    Weekly sites count every night: conservative, and a weekday change then never overfills a minute."""
+def address_capacity() -> int:
+    """Scheduled starts per minute one IP address takes (its audits run one at a time, #27)."""
+    return nightly.address_capacity(settings.NIGHTLY_AUDIT_SECONDS, settings.SCAN_AUDITS_PER_IP)
+
+
+def site_addresses(sites) -> dict[int, str]:
+    """Each site's IP address as far as we know it without asking DNS: its pinned IP, else the address its
+    latest audit connected to. Sites never audited and not pinned are left out (placed by time alone)."""
+    latest = Audit.objects.filter(site=OuterRef("pk"), ip__isnull=False).order_by("-created_at").values("ip")[:1]
+    rows = sites.annotate(audited_ip=Subquery(latest)).values_list("pk", "pinned_ip", "audited_ip")
+    return {pk: pinned or audited for pk, pinned, audited in rows if pinned or audited}
+
+
+def window_load(org) -> tuple[Counter, nightly.AddressLoad, dict[int, str]]:
+    """Starts per minute offset of the organization's enabled schedules inside its window, the same per
+    (address, minute), and the sites' addresses (two queries). Weekly sites count every night:
+    conservative, and a weekday change then never overfills a minute."""
     hours = policy_for(org).hours()
+    addresses = site_addresses(Site.objects.filter(organization=org))
     rows = (SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
-            .values_list("hour", "minute").annotate(n=Count("pk")))
+            .values_list("site_id", "hour", "minute"))
     load: Counter = Counter()
-    for hour, minute, n in rows:
+    per_address = nightly.AddressLoad(per_minute=address_capacity())
+    for site_id, hour, minute in rows:
         offset = nightly.offset_of(hours, hour, minute)
         if offset is not None:
-            load[offset] += n
-    return load
+            load[offset] += 1
+            per_address.add(addresses.get(site_id), offset)
+    return load, per_address, addresses
 
 
-def pick_time(policy: OrgSchedulePolicy, site_id: int, load: Counter) -> tuple[int, int]:
-    """The site's (hour, minute): its stable place in the window, in a minute with room (domain/nightly.py)."""
+def pick_time(policy: OrgSchedulePolicy, site_id: int, load: Counter, address: str | None = None,
+              per_address: nightly.AddressLoad | None = None) -> tuple[int, int]:
+    """The site's (hour, minute): its stable place in the window, in a minute with room for the pool and
+    for its address (domain/nightly.py)."""
     hours = policy.hours()
-    return nightly.clock(hours, nightly.place(site_id, load, nightly.window_minutes(hours), capacity()))
+    return nightly.clock(hours, nightly.place(site_id, load, nightly.window_minutes(hours), capacity(),
+                                              address=address, addresses=per_address))
 
 
 def ensure_schedule(site, rng=_rng) -> SiteSchedule:
@@ -65,7 +85,8 @@ def ensure_schedule(site, rng=_rng) -> SiteSchedule:
     if existing:
         return existing
     policy = policy_for(site.organization)
-    hour, minute = pick_time(policy, site.pk, window_load(site.organization))
+    load, per_address, addresses = window_load(site.organization)
+    hour, minute = pick_time(policy, site.pk, load, site.pinned_ip or addresses.get(site.pk), per_address)
     schedule = SiteSchedule.objects.create(site=site, hour=hour, minute=minute, weekday=rng.randrange(7))
     sync_periodic_task(schedule)
     return schedule
@@ -84,6 +105,17 @@ def policy_with_load(org) -> OrgSchedulePolicy:
         policy = policy_for(org)
         policy.busiest = policy.scheduled = None
     return policy
+
+
+def crowded_addresses(policy: OrgSchedulePolicy) -> list[nightly.AddressVerdict]:
+    """The IP addresses whose scheduled sites of this organization do not fit its window, audited one at
+    a time (two queries)."""
+    scheduled = Site.objects.filter(organization_id=policy.organization_id,
+                                    schedule__isnull=False).exclude(schedule__frequency=SiteSchedule.Frequency.OFF)
+    per_address = Counter(site_addresses(scheduled).values())
+    return nightly.crowded_addresses({a: n for a, n in per_address.items() if n > 1},
+                                     nightly.window_minutes(policy.hours()), address_capacity(),
+                                     settings.NIGHTLY_AUDIT_SECONDS)
 
 
 def window_verdict(policy: OrgSchedulePolicy) -> nightly.Verdict:
@@ -142,16 +174,21 @@ def update_policy(policy: OrgSchedulePolicy, *, start: int, end: int) -> int:
     schedules = list(SiteSchedule.objects.filter(site__organization_id=policy.organization_id)
                      .exclude(frequency=SiteSchedule.Frequency.OFF).select_related("periodic_task")
                      .order_by("site_id"))
+    addresses = site_addresses(Site.objects.filter(organization_id=policy.organization_id))
     load: Counter = Counter()
+    per_address = nightly.AddressLoad(per_minute=address_capacity())
     stray = []
     for schedule in schedules:  # keep whoever fits, in id order, so the oldest sites keep their time
         offset = nightly.offset_of(hours, schedule.hour, schedule.minute)
-        if offset is not None and load[offset] < cap:
+        address = addresses.get(schedule.site_id)
+        if offset is not None and load[offset] < cap and per_address.has_room(address, offset):
             load[offset] += 1
+            per_address.add(address, offset)
         else:
             stray.append(schedule)
     for schedule in stray:
-        schedule.hour, schedule.minute = pick_time(policy, schedule.site_id, load)
+        schedule.hour, schedule.minute = pick_time(policy, schedule.site_id, load, addresses.get(schedule.site_id),
+                                                   per_address)
         schedule.save(update_fields=["hour", "minute", "updated_at"])
         sync_periodic_task(schedule)
     return len(stray)

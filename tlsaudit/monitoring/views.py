@@ -75,7 +75,7 @@ def _portfolio_context(request, org, window_form=None):
             "filters": urlencode({k: v for k, v in (("tag", tag), ("grade", grade), ("grade_max", grade_max)) if v}),
             "tag": tag, "grade": grade, "grade_max": grade_max,
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
-            "window_verdict": schedules.window_verdict(policy),
+            "window_verdict": schedules.window_verdict(policy), "crowded": schedules.crowded_addresses(policy),
             "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
             "can_run_audits": roles.can(org.role, "run_audits")}
 
