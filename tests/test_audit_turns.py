@@ -97,3 +97,18 @@ def test_an_operator_may_allow_two_audits_of_an_address_at_once(shared, settings
         assert one is not None and two is not None and one.keys != two.keys
         with address_turn(third, IP, "holder-3") as refused:
             assert refused is None
+
+
+def test_an_audit_that_stopped_waiting_does_not_hold_the_line(shared):
+    """Deleted with its site (or run by another delivery) while in line: without a check its place would
+    hold the free address until it expired."""
+    first, second, third = shared
+    with address_turn(first, IP, "holder-1"):
+        for audit in (second, third):
+            with address_turn(audit, IP, f"holder-{audit.pk}") as refused:
+                assert refused is None
+    second.site.delete()
+
+    with address_turn(third, IP, "holder-3") as lock:
+        assert lock is not None
+    assert turns.waiting(IP) == 0

@@ -65,3 +65,12 @@ def test_an_idle_line_expires_from_redis_by_itself():
     ttl_ms = redis_client().pttl(turns.keys(IP)[0])
 
     assert 0 < ttl_ms <= 60_100   # alive + one minute: nothing left behind for addresses no longer audited
+
+
+def test_ahead_of_lists_the_tokens_before_one_in_order():
+    for token in ("audit:1", "audit:2", "audit:3"):
+        turns.join(IP, token, alive_s=30)
+
+    assert turns.ahead_of(IP, "audit:1") == []
+    assert turns.ahead_of(IP, "audit:3") == ["audit:1", "audit:2"]
+    assert turns.ahead_of(IP, "audit:9") == ["audit:1", "audit:2", "audit:3"]

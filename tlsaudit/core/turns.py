@@ -90,3 +90,15 @@ def first(ip: str) -> str | None:
         return None
     front = client.zrange(keys(ip)[0], 0, 0)
     return front[0].decode() if front else None
+
+
+def ahead_of(ip: str, token: str) -> list[str]:
+    """The tokens before `token` in the line for `ip` (all of them when it is not in line)."""
+    client = redis_client()
+    if client is None:
+        return []
+    line = keys(ip)[0]
+    rank = client.zrank(line, token)
+    if rank == 0:
+        return []
+    return [member.decode() for member in client.zrange(line, 0, -1 if rank is None else rank - 1)]

@@ -71,6 +71,8 @@ def address_turn(audit, ip: str, holder: str):
     AUDIT_TURN_WAIT_SECONDS in line the audit fails, as ours to blame: nothing was sent to the server."""
     token = turn_token(audit.pk)
     place = turns.join(ip, token, turn_alive_s())
+    if place.ahead >= settings.SCAN_AUDITS_PER_IP and drop_finished_waiters(ip, token):
+        place = turns.join(ip, token, turn_alive_s())
     lock = take_an_address_slot(ip, holder) if place.ahead < settings.SCAN_AUDITS_PER_IP else None
     if lock is not None:
         turns.leave(ip, token)
@@ -88,6 +90,18 @@ def address_turn(audit, ip: str, holder: str):
         raise gate.Stop(gate.FAILED)
     services.note_turn(audit, services.turn_message(ip, place))
     yield None
+
+
+def drop_finished_waiters(ip: str, token: str) -> int:
+    """Take out of the line the audits ahead of `token` that no longer wait (deleted with their site, or
+    run, failed or cancelled by another delivery): otherwise each would hold the line until its place
+    expired, with the address free. How many were taken out (one query, only when someone is ahead)."""
+    ahead = {int(t.removeprefix("audit:")): t for t in turns.ahead_of(ip, token) if t.startswith("audit:")}
+    waiting = set(Audit.objects.filter(pk__in=list(ahead), status=Audit.Status.QUEUED).values_list("pk", flat=True))
+    finished = [t for pk, t in ahead.items() if pk not in waiting]
+    for stale in finished:
+        turns.leave(ip, stale)
+    return len(finished)
 
 
 def take_an_address_slot(ip: str, holder: str) -> gate.TargetLock | None:
