@@ -1,6 +1,8 @@
 """Audits of one address take turns (#27): the task's opening (workers/tasks/audit.address_turn) on the
 real PostgreSQL and Redis, without a worker (the messages it sends stay in the real broker's queue)."""
 
+import time
+
 import pytest
 
 from tlsaudit.alerts.services import failure_streak
@@ -79,6 +81,7 @@ def test_an_audit_that_waited_past_the_bound_fails_as_ours_and_raises_no_failure
     with address_turn(first, IP, "holder-1"):
         with address_turn(second, IP, "holder-2") as refused:      # joins the line
             assert refused is None
+        time.sleep(0.01)     # Redis's clock in ms: past a bound of 0 s
         with pytest.raises(gate.Stop):
             with address_turn(second, IP, "holder-2"):
                 pass

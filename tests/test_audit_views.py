@@ -167,6 +167,6 @@ def test_an_audit_waiting_for_its_turn_at_a_shared_address_says_so_not_that_a_wo
     body = login(alice).get(detail_url(audit)).content.decode()
 
     assert "Waiting for its turn…" in body and "Waiting for a worker" not in body
-    assert ("Waiting for its turn at 203.0.113.9: TLS Audit audits one site per address at a time, to stay within "
-            "5 connections per address; 2 audits of other sites on that address are ahead of it. Waiting 2 minutes "
+    assert ("Waiting for its turn at 203.0.113.9: TLS Audit audits one site per address at a time, each within "
+            "5 connections to the address; 2 audits of other sites on that address are ahead of it. Waiting 1 minute "
             "so far; its own deadline starts with its turn.") in body

@@ -115,9 +115,11 @@ def test_a_plan_spreads_one_address_and_leaves_the_others_as_they_were():
 
 def test_crowded_addresses_are_the_ones_that_do_not_fit_most_crowded_first():
     verdicts = nightly.crowded_addresses({"192.0.2.1": 130, "192.0.2.2": 120, "192.0.2.3": 500}, minutes=60,
-                                         per_minute=2, audit_seconds=30)
+                                         audit_seconds=30)
     assert [(v.address, v.sites) for v in verdicts] == [("192.0.2.3", 500), ("192.0.2.1", 130)]
     assert verdicts[0].words() == ("500 scheduled sites share 192.0.2.3: audited one at a time (about 30 s each, "
                                    "to stay polite to that address), they need 4.2 h and the window has 60 min. "
                                    "The last ones would wait for their turn past the window: widen the window, or "
-                                   "schedule some of them weekly.")
+                                   "turn some of them off or to weekly and leave the rest nightly.")
+    # 90 s audits: 40 of them need the whole hour, whatever a minute's rounding says
+    assert [v.sites for v in nightly.crowded_addresses({"192.0.2.4": 40, "192.0.2.5": 41}, 60, 90)] == [41]

@@ -189,3 +189,25 @@ def test_probes_out_of_the_window_do_not_count(alice, site_a, settings, django_c
     past_probe(site_a, minutes_ago=31)
     with django_capture_on_commit_callbacks(execute=False):
         assert probes.queue_probe(site_a, {"runs": 1}, user=alice).status == "queued"
+
+
+def test_the_worker_counts_the_address_a_name_resolved_to_when_the_web_could_not(alice, org_a, settings):
+    """A name whose DNS answered slowly (or elsewhere) when the audit was queued escapes the web's count
+    by address; the worker counts the address it resolved before it sends anything (#27)."""
+    from tlsaudit.audits.services import over_target_limit
+
+    settings.AUDIT_LIMIT_PER_TARGET, settings.AUDIT_LIMIT_TARGET_MINUTES = 5, 10
+    sites = [Site.objects.create(organization=org_a, hostname=f"name{n}.attacker.test") for n in range(7)]
+    for site in sites[:5]:
+        past_audit(site, minutes_ago=2).__class__.objects.filter(site=site).update(ip="198.51.100.8")
+    sneaky = Audit.objects.create(site=sites[5], organization=org_a, host=sites[5].hostname, port=443)
+    nightly = Audit.objects.create(site=sites[6], organization=org_a, host=sites[6].hostname, port=443,
+                                   trigger="schedule")
+
+    refusal = over_target_limit(sneaky, "198.51.100.8", 443)
+
+    assert refusal.startswith("Rate limit: 198.51.100.8:443, where name5.attacker.test points, was already "
+                              "audited 5 times in the 10 minutes before this audit was asked for")
+    assert over_target_limit(sneaky, "198.51.100.9", 443) is None        # another address
+    assert over_target_limit(sneaky, "198.51.100.8", 8443) is None       # another port
+    assert over_target_limit(nightly, "198.51.100.8", 443) is None       # scheduled audits are never limited

@@ -122,6 +122,7 @@ ERROR_LABELS = {
     "sslv2_only": "Only SSL 2.0", "starttls_rejected": "STARTTLS refused", "connection_failed": "Connection failed",
     "invalid_target": "Invalid target", "worker_lost": "Interrupted",
     "address_busy": "Not started: our queue for its address was too long", "not_started": "Not started: no worker",
+    "audits_per_target": "Refused: audited too often",
 }
 
 

@@ -57,14 +57,17 @@ class AuditRateLimited(RateLimited):
     """A manual or API audit refused by the per-organization or per-target limit (API: 429)."""
 
 
-def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int = 0) -> tuple[Audit, bool]:
+def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int = 0,
+                resolve: bool = True) -> tuple[Audit, bool]:
     """The site's active audit if there is one, else a new queued audit sent on commit (to start
     `delay_s` seconds later: scheduled audits use it to leave second 0 of their minute).
 
     Manual and API audits may raise AuditRateLimited; scheduled ones are never limited.
     """
     limited = trigger != Audit.Trigger.SCHEDULE
-    address = target_address(site) if limited else site.pinned_ip   # before the transaction: DNS may take a while
+    # Before the transaction: DNS may take a while. A bulk request uses what is known (check_target_limit
+    # in the worker counts the address it actually resolved).
+    address = (target_address(site) if resolve else known_address(site)) if limited else site.pinned_ip
     with transaction.atomic():
         active = Audit.objects.select_for_update().filter(site=site, status__in=ACTIVE).first()
         if active:
@@ -98,7 +101,7 @@ def queue_audits(sites, *, user=None) -> BulkQueued:
     sites = list(sites)
     for index, site in enumerate(sites):
         try:
-            _, created = queue_audit(site, user=user)
+            _, created = queue_audit(site, user=user, resolve=False)
         except AuditRateLimited as refusal:
             if refusal.message not in outcome.reasons:
                 outcome.reasons.append(refusal.message)
@@ -144,6 +147,30 @@ def target_address(site) -> str | None:
         return None
 
 
+def known_address(site) -> str | None:
+    """The site's address without asking DNS: its pinned IP, else the one its latest audit connected to."""
+    return site.pinned_ip or (Audit.objects.filter(site=site, ip__isnull=False).order_by("-created_at")
+                              .values_list("ip", flat=True).first())
+
+
+def over_target_limit(audit: Audit, ip: str, port: int) -> str | None:
+    """The worker's side of the per-target limit (#27): the address the name resolved to when the audit
+    runs, counted whatever names point there. A name that resolved elsewhere (or slowly) when it was
+    queued escapes the web's count, not this one. None, or the refusal in words."""
+    if audit.trigger == Audit.Trigger.SCHEDULE:
+        return None
+    window = timedelta(minutes=settings.AUDIT_LIMIT_TARGET_MINUTES)
+    earlier = (Audit.objects.exclude(trigger=Audit.Trigger.SCHEDULE).exclude(pk=audit.pk)
+               .exclude(error_code="audits_per_target")
+               .filter(ip=ip, port=port, created_at__lt=audit.created_at, created_at__gt=audit.created_at - window))
+    limit = settings.AUDIT_LIMIT_PER_TARGET
+    if earlier.count() < limit:
+        return None
+    return (f"Rate limit: {ip}:{port}, where {audit.host} points, was already audited {times(limit)} in the "
+            f"{in_words(int(window.total_seconds())).removeprefix('1 ')} before this audit was asked for (by all "
+            "users of TLS Audit together, under any name). Nothing was sent to it; try again later.")
+
+
 def enforce_audit_limits(site, address: str | None = None) -> None:
     """Per organization per hour, and per target (all organizations together) per window: the target
     is host:port and, when known, the address:port it resolves to, whatever names point there (#27),
@@ -176,7 +203,7 @@ def claim(audit_id: int) -> int | None:
     with transaction.atomic():
         claimed = Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now(),
-            attempts=F("attempts") + 1, progress=[], runner=runners.this_process())
+            attempts=F("attempts") + 1, progress=[], runner=runners.this_process(), turn_note="")
         if claimed != 1:
             return None
         return Audit.objects.values_list("attempts", flat=True).get(pk=audit_id)
@@ -200,11 +227,18 @@ def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
         sent_at=now, runner=runner, heartbeat_at=now + timedelta(seconds=countdown_s))
 
 
-def note_turn(audit: Audit, note: str) -> None:
-    """What a queued audit waits for (turn_message), or "" once it has its turn; written when it changes."""
-    if audit.turn_note != note:
-        Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(turn_note=note)
-        audit.turn_note = note
+def note_turn(audit: Audit, note: str, ip: str) -> None:
+    """What a queued audit waits for (turn_message), or "" once it has its turn, and the address it waits
+    at; written when either changes."""
+    if audit.turn_note != note or audit.ip != ip:
+        Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(turn_note=note, ip=ip)
+        audit.turn_note, audit.ip = note, ip
+
+
+def waited_words(seconds: float) -> str:
+    """'45 seconds', '1 minute', '12 minutes': time already spent, rounded down (in_words rounds up)."""
+    seconds = int(seconds)
+    return in_words(seconds) if seconds < 60 else in_words(seconds // 60 * 60)
 
 
 def turn_message(ip: str, place) -> str:
@@ -214,13 +248,15 @@ def turn_message(ip: str, place) -> str:
         others = "1 audit of another site on that address is ahead of it"
     else:
         others = f"{place.ahead} audits of other sites on that address are ahead of it"
-    return (f"Waiting for its turn at {ip}: TLS Audit audits one site per address at a time, to stay within "
-            f"{settings.SCAN_CONNECTIONS_PER_IP} connections per address; {others}. Waiting "
-            f"{in_words(int(place.waited_s))} so far; its own deadline starts with its turn.")
+    at_once = ("one site per address at a time" if settings.SCAN_AUDITS_PER_IP == 1 else
+               f"{settings.SCAN_AUDITS_PER_IP} sites per address at a time")
+    return (f"Waiting for its turn at {ip}: TLS Audit audits {at_once}, each within "
+            f"{settings.SCAN_CONNECTIONS_PER_IP} connections to the address; {others}. Waiting "
+            f"{waited_words(place.waited_s)} so far; its own deadline starts with its turn.")
 
 
 def address_busy_message(ip: str, place, bound_s: int) -> str:
-    return (f"Not started: this audit waited {in_words(int(place.waited_s))} for its turn at {ip}, longer "
+    return (f"Not started: this audit waited {waited_words(place.waited_s)} for its turn at {ip}, longer "
             f"than the {in_words(bound_s)} allowed (AUDIT_TURN_WAIT_SECONDS), behind audits of other sites "
             f"on that address ({place.ahead} still ahead). TLS Audit's own queue was too long: nothing was sent "
             "to the server, and this says nothing about it. Spread these sites' audits over a longer window "
@@ -350,7 +386,8 @@ def fail(audit: Audit, code: str, message: str, detail: str = "", duration_s: fl
     rows = Audit.objects.filter(pk=audit.pk) if attempt is None else owned(audit.pk, attempt)
     with transaction.atomic():
         changed = rows.update(status=Audit.Status.FAILED, finished_at=timezone.now(), error_code=code,
-                              error_message=message, error_detail=detail[:4000], duration_s=duration_s)
+                              error_message=message, error_detail=detail[:4000], duration_s=duration_s,
+                              turn_note="")
         audit.refresh_from_db()
         if changed:
             update_site_summary(audit)

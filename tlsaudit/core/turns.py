@@ -102,3 +102,9 @@ def ahead_of(ip: str, token: str) -> list[str]:
     if rank == 0:
         return []
     return [member.decode() for member in client.zrange(line, 0, -1 if rank is None else rank - 1)]
+
+
+def line(ip: str) -> list[str]:
+    """Every token in line for `ip`, first first."""
+    client = redis_client()
+    return [] if client is None else [member.decode() for member in client.zrange(keys(ip)[0], 0, -1)]

@@ -115,29 +115,33 @@ class AddressVerdict:
     address: str
     sites: int
     minutes: int          # in the window
-    per_minute: int       # starts one address takes per minute (address_capacity)
     audit_seconds: int
+    audits_per_ip: int = 1
+
+    @property
+    def minutes_needed(self) -> int:
+        return math.ceil(self.sites * self.audit_seconds / self.audits_per_ip / 60)
 
     @property
     def fits(self) -> bool:
-        return self.sites <= self.minutes * self.per_minute
+        return self.minutes_needed <= self.minutes
 
     def words(self) -> str:
-        needed = math.ceil(self.sites / self.per_minute)
         return (f"{self.sites} scheduled sites share {self.address}: audited one at a time (about "
-                f"{self.audit_seconds} s each, to stay polite to that address), they need {in_hours(needed)} "
-                f"and the window has {in_hours(self.minutes)}. The last ones would wait for their turn past the "
-                f"window: widen the window, or schedule some of them weekly.")
+                f"{self.audit_seconds} s each, to stay polite to that address), they need "
+                f"{in_hours(self.minutes_needed)} and the window has {in_hours(self.minutes)}. The last ones would "
+                f"wait for their turn past the window: widen the window, or turn some of them off or to weekly "
+                f"and leave the rest nightly.")
 
 
 def in_hours(minutes: int) -> str:
     return f"{minutes} min" if minutes < 120 else f"{minutes / 60:.1f} h"
 
 
-def crowded_addresses(sites_per_address: dict[str, int], minutes: int, per_minute: int,
-                      audit_seconds: int) -> list[AddressVerdict]:
+def crowded_addresses(sites_per_address: dict[str, int], minutes: int, audit_seconds: int,
+                      audits_per_ip: int = 1) -> list[AddressVerdict]:
     """The addresses whose scheduled sites do not fit the window, the most crowded first."""
-    verdicts = [AddressVerdict(address, n, minutes, per_minute, audit_seconds) for address, n in
+    verdicts = [AddressVerdict(address, n, minutes, audit_seconds, audits_per_ip) for address, n in
                 sorted(sites_per_address.items(), key=lambda item: (-item[1], item[0]))]
     return [verdict for verdict in verdicts if not verdict.fits]
 

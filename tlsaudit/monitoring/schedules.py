@@ -7,6 +7,7 @@ Called by the signals, the views and workers/tasks/schedule.py; nothing here imp
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections import Counter
 from datetime import date, datetime, time, timedelta
@@ -15,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, OuterRef, Subquery
+from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
@@ -52,22 +53,25 @@ def site_addresses(sites) -> dict[int, str]:
     return {pk: pinned or audited for pk, pinned, audited in rows if pinned or audited}
 
 
-def window_load(org) -> tuple[Counter, nightly.AddressLoad, dict[int, str]]:
-    """Starts per minute offset of the organization's enabled schedules inside its window, the same per
-    (address, minute), and the sites' addresses (two queries). Weekly sites count every night:
-    conservative, and a weekday change then never overfills a minute."""
+def window_load(org, address: str | None = None) -> tuple[Counter, nightly.AddressLoad]:
+    """Starts per minute offset of the organization's enabled schedules inside its window, and, for
+    `address`, its starts per minute (one query each: a new site with no known address costs none).
+    Weekly sites count every night: conservative, and a weekday change then never overfills a minute."""
     hours = policy_for(org).hours()
-    addresses = site_addresses(Site.objects.filter(organization=org))
-    rows = (SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
-            .values_list("site_id", "hour", "minute"))
+    enabled = SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
     load: Counter = Counter()
-    per_address = nightly.AddressLoad(per_minute=address_capacity())
-    for site_id, hour, minute in rows:
+    for hour, minute, n in enabled.values_list("hour", "minute").annotate(n=Count("pk")):
         offset = nightly.offset_of(hours, hour, minute)
         if offset is not None:
-            load[offset] += 1
-            per_address.add(addresses.get(site_id), offset)
-    return load, per_address, addresses
+            load[offset] += n
+    per_address = nightly.AddressLoad(per_minute=address_capacity())
+    if address:
+        on_address = enabled.filter(Q(site__pinned_ip=address) | Q(site__audits__ip=address)).distinct()
+        for _, hour, minute in on_address.values_list("pk", "hour", "minute"):   # pk: distinct schedules
+            offset = nightly.offset_of(hours, hour, minute)
+            if offset is not None:
+                per_address.add(address, offset)
+    return load, per_address
 
 
 def pick_time(policy: OrgSchedulePolicy, site_id: int, load: Counter, address: str | None = None,
@@ -85,8 +89,8 @@ def ensure_schedule(site, rng=_rng) -> SiteSchedule:
     if existing:
         return existing
     policy = policy_for(site.organization)
-    load, per_address, addresses = window_load(site.organization)
-    hour, minute = pick_time(policy, site.pk, load, site.pinned_ip or addresses.get(site.pk), per_address)
+    load, per_address = window_load(site.organization, site.pinned_ip)   # a new site's only known address
+    hour, minute = pick_time(policy, site.pk, load, site.pinned_ip, per_address)
     schedule = SiteSchedule.objects.create(site=site, hour=hour, minute=minute, weekday=rng.randrange(7))
     sync_periodic_task(schedule)
     return schedule
@@ -109,13 +113,20 @@ def policy_with_load(org) -> OrgSchedulePolicy:
 
 def crowded_addresses(policy: OrgSchedulePolicy) -> list[nightly.AddressVerdict]:
     """The IP addresses whose scheduled sites of this organization do not fit its window, audited one at
-    a time (two queries)."""
-    scheduled = Site.objects.filter(organization_id=policy.organization_id,
-                                    schedule__isnull=False).exclude(schedule__frequency=SiteSchedule.Frequency.OFF)
-    per_address = Counter(site_addresses(scheduled).values())
+    a time (one query). A weekly site counts as a seventh of a nightly one here: this is about the
+    time the address needs in a night, not about which minute may fill up."""
+    latest = Audit.objects.filter(site=OuterRef("pk"), ip__isnull=False).order_by("-created_at").values("ip")[:1]
+    rows = (Site.objects.filter(organization_id=policy.organization_id)
+            .exclude(schedule__frequency=SiteSchedule.Frequency.OFF).exclude(schedule__isnull=True)
+            .annotate(audited_ip=Subquery(latest)).values_list("pinned_ip", "audited_ip", "schedule__frequency"))
+    nightly_sites, weekly_sites = Counter(), Counter()
+    for pinned, audited, frequency in rows:
+        if pinned or audited:
+            (weekly_sites if frequency == SiteSchedule.Frequency.WEEKLY else nightly_sites)[pinned or audited] += 1
+    per_address = {a: nightly_sites[a] + math.ceil(weekly_sites[a] / 7) for a in nightly_sites | weekly_sites}
     return nightly.crowded_addresses({a: n for a, n in per_address.items() if n > 1},
-                                     nightly.window_minutes(policy.hours()), address_capacity(),
-                                     settings.NIGHTLY_AUDIT_SECONDS)
+                                     nightly.window_minutes(policy.hours()), settings.NIGHTLY_AUDIT_SECONDS,
+                                     settings.SCAN_AUDITS_PER_IP)
 
 
 def window_verdict(policy: OrgSchedulePolicy) -> nightly.Verdict:

@@ -41,6 +41,9 @@ def run_audit(self, audit_id: int) -> str:
     extending the lock meanwhile, 6. release the lock."""
     audit = gate.queued(Audit, audit_id, take_over=services.take_over)
     target = gate.resolved(audit, services.fail)
+    if refusal := services.over_target_limit(audit, target.ip, target.port):
+        services.fail(audit, "audits_per_target", refusal)
+        return gate.FAILED
     holder = gate.holder_of(audit_id)
     with address_turn(audit, target.ip, holder) as lock:
         if not lock:
@@ -57,9 +60,10 @@ def run_audit(self, audit_id: int) -> str:
 
 
 def turn_alive_s() -> float:
-    """How long a waiter keeps its place in line without coming back: its retry's countdown, the grace
-    after which the reaper sends a held retry again, and a lease (core.turns)."""
-    return settings.AUDIT_LOCK_WAIT_SECONDS + settings.AUDIT_HELD_GRACE_SECONDS + settings.AUDIT_LEASE_SECONDS
+    """How long a waiter keeps its place in line without coming back: the whole wait it may have, and a
+    minute. A retry delayed by a busy pool keeps its place and its waiting time; an audit that no longer
+    waits (deleted, run, failed) is taken out by drop_finished_waiters as soon as it is in the way."""
+    return settings.AUDIT_TURN_WAIT_SECONDS + 60
 
 
 @contextmanager
@@ -70,14 +74,16 @@ def address_turn(audit, ip: str, holder: str):
     that one's retry is due (a duplicate delivery is harmless: the claim is one atomic UPDATE). Past
     AUDIT_TURN_WAIT_SECONDS in line the audit fails, as ours to blame: nothing was sent to the server."""
     token = turn_token(audit.pk)
+    if audit.ip and audit.ip != ip:     # its name resolves elsewhere now: out of the old address's line
+        turns.leave(audit.ip, token)
     place = turns.join(ip, token, turn_alive_s())
     if place.ahead >= settings.SCAN_AUDITS_PER_IP and drop_finished_waiters(ip, token):
         place = turns.join(ip, token, turn_alive_s())
     lock = take_an_address_slot(ip, holder) if place.ahead < settings.SCAN_AUDITS_PER_IP else None
     if lock is not None:
-        turns.leave(ip, token)
-        services.note_turn(audit, "")
         try:
+            turns.leave(ip, token)
+            services.note_turn(audit, "", ip)
             yield lock
         finally:
             if not lock.kept:
@@ -88,15 +94,18 @@ def address_turn(audit, ip: str, holder: str):
         turns.leave(ip, token)
         services.fail(audit, ADDRESS_BUSY, services.address_busy_message(ip, place, settings.AUDIT_TURN_WAIT_SECONDS))
         raise gate.Stop(gate.FAILED)
-    services.note_turn(audit, services.turn_message(ip, place))
+    services.note_turn(audit, services.turn_message(ip, place), ip)
     yield None
 
 
-def drop_finished_waiters(ip: str, token: str) -> int:
-    """Take out of the line the audits ahead of `token` that no longer wait (deleted with their site, or
-    run, failed or cancelled by another delivery): otherwise each would hold the line until its place
-    expired, with the address free. How many were taken out (one query, only when someone is ahead)."""
-    ahead = {int(t.removeprefix("audit:")): t for t in turns.ahead_of(ip, token) if t.startswith("audit:")}
+def drop_finished_waiters(ip: str, token: str | None = None) -> int:
+    """Take out of the line the audits ahead of `token` (all, without one) that no longer wait (deleted
+    with their site, or run, failed or cancelled by another delivery): otherwise each would hold the line,
+    with the address free. How many were taken out (one query, only when someone is ahead)."""
+    tokens = turns.ahead_of(ip, token) if token else turns.line(ip)
+    ahead = {int(t.removeprefix("audit:")): t for t in tokens if t.startswith("audit:")}
+    if not ahead:
+        return 0
     waiting = set(Audit.objects.filter(pk__in=list(ahead), status=Audit.Status.QUEUED).values_list("pk", flat=True))
     finished = [t for pk, t in ahead.items() if pk not in waiting]
     for stale in finished:
@@ -118,13 +127,14 @@ def turn_token(audit_id: int) -> str:
 
 
 def send_next_in_line(ip: str) -> None:
-    """Deliver the audit next in line for `ip` now; on a broker error its own retry comes as planned."""
-    token = turns.first(ip)
-    if token is None or not token.startswith("audit:"):
-        return
+    """Deliver the audit next in line for `ip` now (after taking out the ones that no longer wait); on a
+    Redis or broker error its own retry comes as planned, and whatever the holder's run raised stands."""
     try:
-        run_audit.apply_async((int(token.removeprefix("audit:")),))
-    except Exception as exc:  # noqa: BLE001  (kombu's and redis's errors alike: the retry is the fallback)
+        drop_finished_waiters(ip)
+        token = turns.first(ip)
+        if token is not None and token.startswith("audit:"):
+            run_audit.apply_async((int(token.removeprefix("audit:")),))
+    except Exception as exc:  # noqa: BLE001  (kombu's, redis's and the database's errors alike: the retry is the fallback)
         log.warning("could not send the next audit of %s at once (%s): its retry will", ip, exc)
 
 

@@ -18,7 +18,6 @@ key (the argument as given). Exit 0 when every audit ran, 2 otherwise.
 import json
 import queue
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from pathlib import Path
 
 from tlsaudit.core.management.base import TargetCommand, error_json, parse_int, parse_ip, read_ca_file
@@ -141,19 +140,28 @@ class Command(TargetCommand):
 
 
 def lanes_by_address(parsed: list[tuple[str, tuple]]) -> list[list[tuple[str, tuple]]]:
-    """The targets grouped by the address they connect to (--ip, else the name resolved now and pinned,
-    so the audit connects where it was grouped), each group in the order given. A name that does not
-    resolve gets a lane of its own: its audit says why."""
+    """The targets grouped by the address they connect to (--ip, else the name resolved now, all names at
+    once, and pinned, so the audit connects where it was grouped), each group in the order given. A name
+    that does not resolve gets a lane of its own: its audit says why."""
+    with ThreadPoolExecutor(max_workers=min(len(parsed), 16), thread_name_prefix="resolve") as pool:
+        pinned = list(pool.map(lambda item: pin_address(item[1]), parsed))
     lanes: dict[str, list] = {}
-    for target, arguments in parsed:
-        host, port, ip = arguments[:3]
-        if ip is None:
-            with suppress(TargetError):
-                ip = resolve_target(host, port, allow_private=setting("ALLOW_PRIVATE_TARGETS"),
-                                    timeout=arguments[4]).ip
-                arguments = (host, port, ip, *arguments[3:])
-        lanes.setdefault(ip or f"{target} unresolved", []).append((target, arguments))
+    for (target, _), arguments in zip(parsed, pinned):
+        lanes.setdefault(arguments[2] or f"{target} unresolved", []).append((target, arguments))
     return list(lanes.values())
+
+
+def pin_address(arguments: tuple) -> tuple:
+    """The target's arguments with its name resolved to the IP it will connect to (unchanged when --ip
+    gave one, or when the name does not resolve)."""
+    host, port, ip = arguments[:3]
+    if ip is not None:
+        return arguments
+    try:
+        resolved = resolve_target(host, port, allow_private=setting("ALLOW_PRIVATE_TARGETS"), timeout=arguments[4])
+    except TargetError:
+        return arguments
+    return (host, port, resolved.ip, *arguments[3:])
 
 
 def run_lane(lane: list[tuple[str, tuple]], done) -> None:
