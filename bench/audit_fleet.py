@@ -19,9 +19,10 @@ beside the raw sslyze CLI over the same targets, in the same run.
    alternated --cli-rounds times: wall times and their ratio (not in quick mode, which must fit its minute).
 The workers' CPU is reported apart from the audited servers' (nginx) and the latency lab's (its delay line
 relays every packet in Python): on a real network the last is the kernel's, not the audit host's.
-Every server is behind ONE address (the link's): the per-IP limit (SCAN_CONNECTIONS_PER_IP, 5 by
-default) would serialize the whole fleet, so it is raised to stand for S servers on S addresses; the
-per-server limit stays sslyze's 5, as in sslyze's CLI.
+Every server is behind ONE address (the link's): the per-IP limits (SCAN_CONNECTIONS_PER_IP, 5 by
+default, and SCAN_AUDITS_PER_IP, one audit of an address at a time, #27) would serialize the whole fleet,
+so they are raised to stand for S servers on S addresses; the per-server limit stays sslyze's 5, as in
+sslyze's CLI.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def main() -> None:
     configure_environment()
     # One address stands for every server (see the docstring); the per-server limit stays 5.
     os.environ.update(SCAN_POOL_THREADS=str(args.threads), SCAN_CONNECTIONS_PER_IP="100000",
-                      SCAN_MAX_CONNECTIONS=str(max(256, args.threads * 5)))
+                      SCAN_AUDITS_PER_IP="100000", SCAN_MAX_CONNECTIONS=str(max(256, args.threads * 5)))
     # As docker-compose.yml's scan worker: fewer glibc malloc arenas (one per thread by default) for 16+ threads.
     os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     ensure_database()
