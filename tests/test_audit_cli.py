@@ -293,6 +293,7 @@ def test_a_batch_refuses_one_pdf_for_several_targets(audit_cli, tmp_path):
 SHARED = 15
 
 
+@pytest.mark.timing   # fifteen audits back to back keep a core busy: never beside the latency lab
 def test_fifteen_sites_on_one_address_take_turns_and_all_are_graded_within_five_connections(audit_cli, tls_lab):
     """#27: 15 sites on one address (15 ports of one host), each audit with a 10 s deadline. Sharing the
     address's 5 connections among 15 audits (~9,000 connections) ran them all out of time together; in

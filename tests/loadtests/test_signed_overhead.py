@@ -31,7 +31,8 @@ from tlsaudit.api import keys
 from tlsaudit.loadtests import services
 from tlsaudit.sites.models import Site
 
-pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+# Their sweeps load both cores for a minute or more: in the timing group, so the latency lab never runs beside them.
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True), pytest.mark.timing]
 LAB, PATH = "load_no_resumption", "/health"
 MANAGE_PY = Path(__file__).resolve().parents[2] / "manage.py"
 # 2,500 new connections at c=10: HTTPS on loopback needs 2-4 s here; HTTP
