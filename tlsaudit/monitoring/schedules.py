@@ -45,11 +45,15 @@ def address_capacity() -> int:
     return nightly.address_capacity(settings.NIGHTLY_AUDIT_SECONDS, settings.SCAN_AUDITS_PER_IP)
 
 
+def latest_audited_ip() -> Subquery:
+    """The address a site's latest audit connected to (annotate a Site queryset with it)."""
+    return Subquery(Audit.objects.filter(site=OuterRef("pk"), ip__isnull=False).order_by("-created_at").values("ip")[:1])
+
+
 def site_addresses(sites) -> dict[int, str]:
     """Each site's IP address as far as we know it without asking DNS: its pinned IP, else the address its
     latest audit connected to. Sites never audited and not pinned are left out (placed by time alone)."""
-    latest = Audit.objects.filter(site=OuterRef("pk"), ip__isnull=False).order_by("-created_at").values("ip")[:1]
-    rows = sites.annotate(audited_ip=Subquery(latest)).values_list("pk", "pinned_ip", "audited_ip")
+    rows = sites.annotate(audited_ip=latest_audited_ip()).values_list("pk", "pinned_ip", "audited_ip")
     return {pk: pinned or audited for pk, pinned, audited in rows if pinned or audited}
 
 
@@ -115,10 +119,9 @@ def crowded_addresses(policy: OrgSchedulePolicy) -> list[nightly.AddressVerdict]
     """The IP addresses whose scheduled sites of this organization do not fit its window, audited one at
     a time (one query). A weekly site counts as a seventh of a nightly one here: this is about the
     time the address needs in a night, not about which minute may fill up."""
-    latest = Audit.objects.filter(site=OuterRef("pk"), ip__isnull=False).order_by("-created_at").values("ip")[:1]
     rows = (Site.objects.filter(organization_id=policy.organization_id)
             .exclude(schedule__frequency=SiteSchedule.Frequency.OFF).exclude(schedule__isnull=True)
-            .annotate(audited_ip=Subquery(latest)).values_list("pinned_ip", "audited_ip", "schedule__frequency"))
+            .annotate(audited_ip=latest_audited_ip()).values_list("pinned_ip", "audited_ip", "schedule__frequency"))
     nightly_sites, weekly_sites = Counter(), Counter()
     for pinned, audited, frequency in rows:
         if pinned or audited:
