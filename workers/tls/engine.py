@@ -100,6 +100,7 @@ def run_scan(
     resolver: tuple[str, int] | None = None,
     deadline_s: float = DEFAULT_DEADLINE_S,
     service: str = HTTPS,
+    suite_offers: bool = True,
 ) -> ScanOutcome:
     """Scan one TLS endpoint within `deadline_s` seconds, whatever the server does. Errors a site
     owner can act on come back in `outcome.error`, never raised. `service` is a scheme of
@@ -142,13 +143,14 @@ def run_scan(
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
         beside = []
 
-        def start_side_probes():
-            beside.append(side.submit(probe_beside_sslyze, scan, endpoint, kind))
+        def start_side_probes(accepted: dict[str, list[str]]):
+            beside.append(side.submit(probe_beside_sslyze, scan, endpoint, kind, accepted))
 
         sslyze_deadline = deadline.phase(end_before_s=PROBES_RESERVE_S)
         result, connectivity_error = sslyze_scan.run_sslyze(
             target, scan, kind, ca_file=ca_file, network_timeout=network_timeout, max_retries=max_retries,
-            per_server_connections=per_server_connections, deadline=sslyze_deadline, on_connected=start_side_probes)
+            per_server_connections=per_server_connections, deadline=sslyze_deadline, on_connected=start_side_probes,
+            suite_offers=suite_offers)
         raw = trim_raw(sslyze_scan.sslyze_json(result))
         if sslyze_deadline.overran or (result.scan_result is None and sslyze_deadline.cut_connections):
             error = deadline_error(target.ip, target.port, deadline_s, sslyze_deadline, scan.elapsed())
@@ -314,25 +316,27 @@ class _SideProbes:
     preferences: dict = field(default_factory=dict)     # protocol -> PreferenceObservation | None
 
 
-def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service) -> _SideProbes:
+def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service,
+                        accepted: dict[str, list[str]] | None = None) -> _SideProbes:
     """The probes that need nothing sslyze finds (ALPN then HSTS, client simulation, post-quantum
     groups, the suite picks the preference order is read from), side by side on threads of their own
     while sslyze runs. Each connection takes its slot of the address's gate like sslyze's, so the
     per-IP limit still holds: they fill the slots sslyze's commands leave idle instead of running
-    after them (issue #16)."""
+    after them (issue #16). `accepted`: protocol -> the suites already enumerated as accepted."""
     with ThreadPoolExecutor(4, thread_name_prefix="beside") as pool:
         http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
         simulated = pool.submit(simulate_clients, scan, endpoint)
         hybrid = pool.submit(probe_post_quantum, scan, endpoint)
-        picks = pool.submit(observe_preferences, scan, endpoint)
+        picks = pool.submit(observe_preferences, scan, endpoint, accepted or {})
         return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result(),
                            preferences=picks.result())
 
 
-def observe_preferences(scan: "_Scan", endpoint: probes.Endpoint) -> dict:
-    """Each protocol's suite picks from everything we can offer, the protocols side by side; read
-    against sslyze's accepted suites afterwards (measure_preference)."""
-    observers = {protocol: (lambda p=protocol: probes.observe_preference(endpoint, p))
+def observe_preferences(scan: "_Scan", endpoint: probes.Endpoint, accepted: dict[str, list[str]]) -> dict:
+    """Each protocol's suite picks, the protocols side by side; read against the accepted suites
+    afterwards (measure_preference). Where the accepted suites are known already, only they are
+    offered (a refused protocol costs no connection); elsewhere everything we can offer."""
+    observers = {protocol: (lambda p=protocol: probes.observe_preference(endpoint, p, accepted.get(p)))
                  for protocol in _PREFERENCE_PROTOCOLS[:-1]}
     observers["TLSv1.3"] = lambda: tls13.observe_tls13_preference(endpoint)
     with scan.phase("preference_picks", report=False), \

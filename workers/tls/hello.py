@@ -334,7 +334,7 @@ def parse_client_hello(record: bytes) -> dict:
     at += 1 + body[at]                                          # compression methods
     out = {"suites": suites, "groups": [], "key_share_groups": [], "versions": [struct.unpack("!H", body[:2])[0]],
            "signature_algorithms": [], "alpn": []}
-    end = at + 2 + struct.unpack("!H", body[at:at + 2])[0]
+    end = at + 2 + struct.unpack("!H", body[at:at + 2])[0] if at + 2 <= len(body) else at   # SSL 3.0: no extensions
     at += 2
     while at + 4 <= end:
         kind, size = struct.unpack("!HH", body[at:at + 4])

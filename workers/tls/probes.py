@@ -216,13 +216,23 @@ class PreferenceObservation:
     chain: tuple[str, ...] = ()
 
 
-def observe_preference(endpoint: Endpoint, protocol: str) -> PreferenceObservation | None:
-    """None when the server took neither offer (a protocol it refuses, or a network failure)."""
-    return observe_picks(lambda names: pick_openssl(endpoint, protocol, names), offer_order(protocol))
+def observe_preference(endpoint: Endpoint, protocol: str,
+                       accepted: Sequence[str] | None = None) -> PreferenceObservation | None:
+    """None when the server took neither offer (a protocol it refuses, or a network failure), or when
+    `accepted` (the OpenSSL names it is known to accept) leaves fewer than two we can offer: then there
+    is no order to read, and probe_preference says so without a connection."""
+    if accepted is None:
+        return observe_picks(lambda names: pick_openssl(endpoint, protocol, names), offer_order(protocol))
+    offered = [name for name in offer_order(protocol) if name in set(accepted)]
+    if len(offered) < 2:
+        return None
+    return observe_picks(lambda names: pick_openssl(endpoint, protocol, names), offered, all_accepted=True)
 
 
-def observe_picks(pick, offered: Sequence[str]) -> PreferenceObservation | None:
-    """Steps 2 and 3 of probe_preference over `offered`, the chain read until the server refuses."""
+def observe_picks(pick, offered: Sequence[str], all_accepted: bool = False) -> PreferenceObservation | None:
+    """Steps 2 and 3 of probe_preference over `offered`, the chain read until the server refuses; when
+    `all_accepted` (every name offered is one the server accepts), the last one left is its last pick
+    without asking."""
     try:
         first, second = pick(list(offered)), pick(list(reversed(offered)))
     except (OSError, ssl.SSLError, ValueError):
@@ -231,6 +241,9 @@ def observe_picks(pick, offered: Sequence[str]) -> PreferenceObservation | None:
         return PreferenceObservation(tuple(offered), first, second)
     chain, remaining = [first], [n for n in offered if n != first]
     while remaining:
+        if all_accepted and len(remaining) == 1:
+            chain.append(remaining.pop())
+            break
         try:
             chosen = pick(remaining)
         except (OSError, ssl.SSLError, ValueError):

@@ -17,6 +17,7 @@ import sslyze.mozilla_tls_profile.tls_config_checker  # noqa: F401 — loaded he
 from sslyze import (
     CertificateInfoExtraArgument,
     ScanCommandsExtraArguments,
+    SessionResumptionSupportExtraArgument,
     Scanner,
     ServerNetworkConfiguration,
     ServerNetworkLocation,
@@ -30,28 +31,34 @@ from sslyze.scanner.scanner_observer import ScannerObserver
 from tlsaudit.domain.services import Service
 from workers.net.target import ResolvedTarget
 from workers.tls import facts as convert
-from workers.tls import sslyze_early_data, sslyze_sockets, sslyze_versions
+from workers.tls import sslyze_early_data, sslyze_offers, sslyze_sockets
 from workers.tls.deadline import Deadline
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 
 SCANNER = f"sslyze {sslyze_version.__version__}"
+# Resumptions tried per mechanism (session IDs, tickets), two connections each: the verdict is whether
+# any succeeded (facts.resumption_check), which sslyze's default of 5 tells no better than 2, at 12 more
+# connections of an audit's ~100 (issue #27).
+RESUMPTION_ATTEMPTS = 2
 
 
 def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str | None,
                network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
-               on_connected: Callable[[], None] | None = None):
+               on_connected: Callable[[dict], None] | None = None, suite_offers: bool = True):
     """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
     `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
-    (ServerScanResult, connectivity exception or None)."""
+    (ServerScanResult, connectivity exception or None). `suite_offers`: the suites up to TLS 1.2 enumerated
+    by offers (sslyze_suites); False leaves them to sslyze's one-connection-per-suite test."""
     extra = ScanCommandsExtraArguments(
-        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
+        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None,
+        session_resumption=SessionResumptionSupportExtraArgument(number_of_resumptions_to_attempt=RESUMPTION_ATTEMPTS))
     request = ServerScanRequest(
         server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
         network_configuration=network_configuration(target, service, network_timeout, max_retries),
         scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
-    observer = ProgressObserver(scan, on_connected, per_server_connections)
+    observer = ProgressObserver(scan, on_connected, per_server_connections, suite_offers)
     scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                       concurrent_server_scans_limit=1, observers=[observer])
     with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline), \
@@ -59,7 +66,7 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan.report("connectivity", STARTED)
         scanner.queue_scans([request])
         results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
-    result = sslyze_versions.with_refusals(results[0], observer.refused)
+    result = sslyze_offers.with_enumerated(results[0], observer.enumerated)
     report_commands(scan, result)
     return result, observer.connectivity_error
 
@@ -86,12 +93,14 @@ def scan_commands(service: Service) -> set[ScanCommand]:
 class ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
-    def __init__(self, scan, on_connected: Callable[[], None] | None = None, connections: int = 5):
+    def __init__(self, scan, on_connected: Callable[[dict], None] | None = None, connections: int = 5,
+                 suite_offers: bool = True):
         self.scan = scan
-        self.connections = connections     # the per-server limit: the version probes keep to it too
+        self.suite_offers = suite_offers
+        self.connections = connections     # the per-server limit: the suite offers keep to it too
         self.on_connected = on_connected
         self.connectivity_error = None
-        self.refused: dict = {}     # per-suite commands skipped: the server refused their version outright
+        self.enumerated: dict = {}  # command -> its result, enumerated by offers (sslyze_offers)
 
     def server_connectivity_test_error(self, server_scan_request, connectivity_error) -> None:
         self.connectivity_error = connectivity_error
@@ -99,15 +108,17 @@ class ProgressObserver(ScannerObserver):
         self.scan.report("connectivity", ERROR)
 
     def server_connectivity_test_completed(self, server_scan_request, connectivity_result) -> None:
-        """sslyze queues its jobs once this returns: the version probes go first (they decide which
-        jobs there are), then our side probes start, to share the slots with sslyze's jobs."""
+        """sslyze queues its jobs once this returns: the offers go first (they decide which jobs there
+        are), then our side probes start, told the suites the offers found, to share the slots with
+        sslyze's jobs."""
         self.scan.mark("connectivity")
         self.scan.report("connectivity", DONE)
-        with self.scan.phase("versions", report=False):
-            self.refused = sslyze_versions.skip_refused_versions(server_scan_request, connectivity_result,
-                                                                 self.connections)
+        with self.scan.phase("suite_offers", report=False):
+            if self.suite_offers:
+                self.enumerated = sslyze_offers.enumerate_by_offers(server_scan_request, connectivity_result,
+                                                                    self.connections)
         if self.on_connected is not None:
-            self.on_connected()
+            self.on_connected(sslyze_offers.accepted_suites(self.enumerated))
 
     def server_scan_completed(self, server_scan_result) -> None:
         pass
