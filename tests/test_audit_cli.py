@@ -313,5 +313,5 @@ def test_fifteen_sites_on_one_address_take_turns_and_all_are_graded_within_five_
         spec = tls_lab.spec(name)
         assert (lines[target]["grade"], lines[target]["grade_ignoring_trust"]) == (spec.grade,
                                                                                   spec.grade_ignoring_trust), name
-    assert relay.total > SHARED * 100                  # every audit went through the relay
+    assert relay.total > SHARED * 60                   # every audit went through the relay (~90-120 each)
     assert relay.peak <= 5 + 1, relay.peak              # the relay's count: within the connection in flight

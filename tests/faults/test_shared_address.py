@@ -45,7 +45,7 @@ def test_fifteen_sites_on_one_address_through_two_scan_processes_all_graded_with
     for name, audit in zip(plan, audits):
         assert rows[audit][:3] == ("done", tls_lab.spec(name).grade, ""), (name, rows[audit])
     assert len(runners) == 2                           # both scan processes ran audits of the address
-    assert relay.total > SITES * 100
+    assert relay.total > SITES * 60   # each audit went through the relay (~90-120 connections each)
     assert relay.peak <= 5 + 1, relay.peak             # the relay's count: within the connection in flight
     assert notes and all("Waiting for its turn at 127.0.0.1" in note and "deadline starts with its turn" in note
                          for note in notes), notes

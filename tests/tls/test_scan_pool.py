@@ -91,7 +91,7 @@ def test_one_process_never_opens_more_than_per_ip_connections_to_one_address(tls
             outcomes = list(pool.map(lambda name: audit(tls_lab, relay.port(tls_lab.port(name)))[0], names))
     # Then the address never had more than 2 of our connections open: counted by the process, and at
     # the servers within the one connection in flight (without the gate: 3 audits x 5 = 15 at once)
-    assert relay.total > 300  # three full audits went through the relay
+    assert relay.total > 250  # three full audits went through the relay (~100 connections each)
     assert gate.peak_per_ip["127.0.0.1"] == 2
     assert relay.peak <= 2 + 1
     for name, outcome in zip(names, outcomes):

@@ -55,6 +55,8 @@ PROBED = {
 }
 # Suites per offer: 32 keep the ClientHello under 256 bytes, below the sizes old middleboxes choke on.
 OFFER_SIZE = 32
+# An SSL 3.0 ClientHello has no extensions: 64 suites keep it under 256 bytes too (2 offers, not 4).
+OFFER_SIZES = {TlsVersionEnum.SSL_3_0: 64}
 # sslyze's words (tls_connection._HANDSHAKE_REJECTED_TLS_ERRORS) for a refusal of the version or of every
 # suite offered; alerts that can follow a chosen suite (decrypt error, bad record mac...) are not here.
 FIRM_REFUSALS = {"TLS alert: handshake failure", "TLS alert: protocol version ", "TLS error: wrong version number",
@@ -101,33 +103,31 @@ class Slice:
 
 
 def enumerate_versions(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, commands) -> dict:
-    """Each version's first slice, all versions side by side; a version the server refused as a version
-    (not for want of a suite) is done at that, the others get their other slices. Then each version is
-    checked and written; a version with any unclear answer is left out, to sslyze."""
+    """Each version's first two slices, all versions side by side; a version the server refused as a
+    version in both (its alert or error names the version, whatever the suites) is done at that, the
+    others get their other slices. Then each version is checked and written; a version with any unclear
+    answer is left out, to sslyze."""
     plans = {command: offers(PROBED[command]) for command in commands}
-    first = {command: pool.submit(enumerate_slice, info, PROBED[command], *plans[command][0])
-             for command in commands if plans[command]}
-    others = {}
-    for command, future in first.items():
-        if future.exception() is None and version_refused(future.result()):
-            others[command] = []
-        else:
-            others[command] = [pool.submit(enumerate_slice, info, PROBED[command], legacy, names)
-                               for legacy, names in plans[command][1:]]
+    slices = {command: [pool.submit(enumerate_slice, info, PROBED[command], legacy, names)
+                        for legacy, names in plans[command][:2]] for command in commands}
+    for command, head in slices.items():
+        if not all(f.exception() is None and version_refused(f.result()) for f in head):
+            head.extend(pool.submit(enumerate_slice, info, PROBED[command], legacy, names)
+                        for legacy, names in plans[command][2:])
     done = {}
-    for command, future in first.items():
+    for command, futures in slices.items():
         try:
-            slices = [future.result()] + [f.result() for f in others[command]]
-            if not any(s.accepted for s in slices) and negotiated(info) is PROBED[command]:
+            found = [future.result() for future in futures]
+            if not any(s.accepted for s in found) and negotiated(info) is PROBED[command]:
                 raise Unclear("every offer refused, yet sslyze's connectivity test negotiated this version")
-            if not others[command] and version_refused(slices[0]):
-                done[command] = refused_attempt(PROBED[command], slices[0].refusal)
+            if all(version_refused(s) for s in found):
+                done[command] = refused_attempt(PROBED[command], found[0].refusal)
                 continue
-            confirm_refusals(info, PROBED[command], slices)
+            confirm_refusals(info, PROBED[command], found)
         except Unclear as why:
             log.info("%s left to sslyze's per-suite test: %s", VERSION_NAMES[PROBED[command]], why)
             continue
-        done[command] = version_attempt(PROBED[command], slices)
+        done[command] = version_attempt(PROBED[command], found)
     return done
 
 
@@ -136,26 +136,26 @@ def negotiated(info: ServerConnectivityInfo) -> TlsVersionEnum:
     return info.tls_probing_result.highest_tls_version_supported
 
 
-def version_refused(first: Slice) -> bool:
+def version_refused(found: Slice) -> bool:
     """The server refused the version itself (its alert or error names the version), whatever the suites."""
-    return not first.accepted and first.refusal in VERSION_REFUSALS
+    return not found.accepted and found.refusal in VERSION_REFUSALS
 
 
 def offers(version: TlsVersionEnum) -> list[tuple[bool, list[str]]]:
     """(legacy OpenSSL?, suite names) per slice: the client build sslyze's per-suite test would use
-    (legacy for SSL 2.0 to TLS 1.1, either for TLS 1.2 depending on the suite), at most OFFER_SIZE suites
-    each, so that a server refusing long ClientHellos still sees offers it can answer."""
+    (legacy for SSL 2.0 to TLS 1.1, either for TLS 1.2 depending on the suite), ClientHellos under 256
+    bytes each, so that a server refusing long ones still sees offers it can answer."""
     names = sorted(suite.openssl_name for suite in CipherSuitesRepository.get_all_cipher_suites(version))
     if version is not TlsVersionEnum.TLS_1_2:
-        return [(True, chunk) for chunk in chunks(names)]
+        return [(True, chunk) for chunk in chunks(names, OFFER_SIZES.get(version, OFFER_SIZE))]
     legacy = [name for name in names if WorkaroundForTls12ForCipherSuites.requires_legacy_openssl(name)]
     modern = [name for name in names if name not in legacy]
     return [(is_legacy, chunk) for is_legacy, group in ((True, legacy), (False, modern)) for chunk in chunks(group)]
 
 
-def chunks(names: list[str]) -> list[list[str]]:
-    """Near-equal slices of at most OFFER_SIZE names."""
-    count = -(-len(names) // OFFER_SIZE)
+def chunks(names: list[str], size: int = OFFER_SIZE) -> list[list[str]]:
+    """Near-equal slices of at most `size` names."""
+    count = -(-len(names) // size)
     return [names[i::count] for i in range(count)] if names else []
 
 
@@ -269,7 +269,7 @@ def version_attempt(version: TlsVersionEnum, slices: list[Slice]) -> CipherSuite
     accepted = [CipherSuiteAcceptedByServer(cipher_suite=by_name[name], ephemeral_key=key)
                 for s in slices for name, key in s.accepted.items()]
     refusals = "; ".join(dict.fromkeys(s.refusal for s in slices if s.rest))
-    reason = (f"{VERSION_NAMES[version]} refused in every offer of its suites ({OFFER_SIZE} per connection): {refusals}"
+    reason = (f"{VERSION_NAMES[version]} refused in every offer of its suites: {refusals}"
               if not accepted else f"not chosen from an offer of the suites left ({refusals})")
     rejected = [CipherSuiteRejectedByServer(cipher_suite=by_name[name], error_message=reason)
                 for s in slices for name in s.rest]
