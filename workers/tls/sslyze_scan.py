@@ -10,6 +10,7 @@ sslyze CLI opens no connection during its own import. `scan` below is the engine
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import sslyze.__version__ as sslyze_version
@@ -58,14 +59,17 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
-    observer = ProgressObserver(scan, on_connected, per_server_connections, suite_offers)
-    scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
-                      concurrent_server_scans_limit=1, observers=[observer])
-    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline), \
+    with ThreadPoolExecutor(1, thread_name_prefix="groups") as beside, scan.phase("sslyze"), \
+            sslyze_sockets.bounded(request.server_location, deadline), \
             sslyze_early_data.without_http(request.server_location, service.http):
+        observer = ProgressObserver(scan, on_connected, per_server_connections, suite_offers, beside)
+        scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
+                          concurrent_server_scans_limit=1, observers=[observer])
         scan.report("connectivity", STARTED)
         scanner.queue_scans([request])
         results = list(scanner.get_results())   # always exhaust it: a half-read generator leaks threads
+        if observer.groups is not None:
+            observer.enumerated[ScanCommand.ELLIPTIC_CURVES] = observer.groups.result()
     result = sslyze_offers.with_enumerated(results[0], observer.enumerated)
     report_commands(scan, result)
     return result, observer.connectivity_error
@@ -94,9 +98,11 @@ class ProgressObserver(ScannerObserver):
     """sslyze only reports per server: connectivity ok/failed, then the whole scan done."""
 
     def __init__(self, scan, on_connected: Callable[[dict], None] | None = None, connections: int = 5,
-                 suite_offers: bool = True):
+                 suite_offers: bool = True, beside: ThreadPoolExecutor | None = None):
         self.scan = scan
         self.suite_offers = suite_offers
+        self.beside = beside        # where the groups are enumerated, beside sslyze's jobs
+        self.groups: Future | None = None
         self.connections = connections     # the per-server limit: the suite offers keep to it too
         self.on_connected = on_connected
         self.connectivity_error = None
@@ -117,6 +123,9 @@ class ProgressObserver(ScannerObserver):
             if self.suite_offers:
                 self.enumerated = sslyze_offers.enumerate_by_offers(server_scan_request, connectivity_result,
                                                                     self.connections)
+        if self.suite_offers and self.beside is not None:
+            self.groups = sslyze_offers.take_groups(server_scan_request, connectivity_result, self.connections,
+                                                    self.beside)
         if self.on_connected is not None:
             self.on_connected(sslyze_offers.accepted_suites(self.enumerated))
 

@@ -103,32 +103,35 @@ class Slice:
 
 
 def enumerate_versions(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, commands) -> dict:
-    """Each version's first two slices, all versions side by side; a version the server refused as a
-    version in both (its alert or error names the version, whatever the suites) is done at that, the
-    others get their other slices. Then each version is checked and written; a version with any unclear
-    answer is left out, to sslyze."""
-    plans = {command: offers(PROBED[command]) for command in commands}
-    slices = {command: [pool.submit(enumerate_slice, info, PROBED[command], legacy, names)
-                        for legacy, names in plans[command][:2]] for command in commands}
-    for command, head in slices.items():
-        if not all(f.exception() is None and version_refused(f.result()) for f in head):
-            head.extend(pool.submit(enumerate_slice, info, PROBED[command], legacy, names)
-                        for legacy, names in plans[command][2:])
-    done = {}
-    for command, futures in slices.items():
-        try:
-            found = [future.result() for future in futures]
-            if not any(s.accepted for s in found) and negotiated(info) is PROBED[command]:
-                raise Unclear("every offer refused, yet sslyze's connectivity test negotiated this version")
-            if all(version_refused(s) for s in found):
-                done[command] = refused_attempt(PROBED[command], found[0].refusal)
-                continue
-            confirm_refusals(info, PROBED[command], found)
-        except Unclear as why:
-            log.info("%s left to sslyze's per-suite test: %s", VERSION_NAMES[PROBED[command]], why)
-            continue
-        done[command] = version_attempt(PROBED[command], found)
-    return done
+    """command -> its result for each version enumerated; a version with any unclear answer is left out,
+    to sslyze. Each version is followed on a thread of its own that only waits: every offer goes through
+    `pool`, whose size is the connection limit, so one version's next offers start as soon as its own
+    answers are in, not when the slowest version's are."""
+    with ThreadPoolExecutor(max(1, len(commands)), thread_name_prefix="version") as versions:
+        found = {command: versions.submit(enumerate_version, pool, info, PROBED[command]) for command in commands}
+        return {command: attempt for command, future in found.items() if (attempt := future.result()) is not None}
+
+
+def enumerate_version(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, version: TlsVersionEnum):
+    """The version's first two slices; refused as a version in both (the alert or error names the version,
+    whatever the suites), it is done at that; else its other slices, then the checks. TLS 1.2, which
+    nearly every server speaks, has all its slices offered at once."""
+    plan = offers(version)
+    head = len(plan) if version is TlsVersionEnum.TLS_1_2 else 2
+    futures = [pool.submit(enumerate_slice, info, version, legacy, names) for legacy, names in plan[:head]]
+    if not all(future.exception() is None and version_refused(future.result()) for future in futures):
+        futures += [pool.submit(enumerate_slice, info, version, legacy, names) for legacy, names in plan[head:]]
+    try:
+        found = [future.result() for future in futures]
+        if not any(s.accepted for s in found) and negotiated(info) is version:
+            raise Unclear("every offer refused, yet sslyze's connectivity test negotiated this version")
+        if all(version_refused(s) for s in found):
+            return refused_attempt(version, found[0].refusal)
+        confirm_refusals(pool, info, version, found)
+    except Unclear as why:
+        log.info("%s left to sslyze's per-suite test: %s", VERSION_NAMES[version], why)
+        return None
+    return version_attempt(version, found)
 
 
 def negotiated(info: ServerConnectivityInfo) -> TlsVersionEnum:
@@ -175,19 +178,22 @@ def enumerate_slice(info: ServerConnectivityInfo, version: TlsVersionEnum, legac
     return Slice(legacy, names, accepted, rest, "")
 
 
-def confirm_refusals(info: ServerConnectivityInfo, version: TlsVersionEnum, slices: list[Slice]) -> None:
+def confirm_refusals(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, version: TlsVersionEnum,
+                     slices: list[Slice]) -> None:
     """A refused rest offered again with one suite the server took from the same build must get that
     suite chosen; a server that refuses again was refusing something in the rest, not the lack of a
     suite it accepts (one poison suite, a quirk), and its refusals cannot be trusted."""
+    checks = []
     for build in (True, False):
         taken = [name for s in slices if s.legacy is build for name in s.accepted]
         if not taken:
             continue    # nothing accepted from this build: every offer refused, the version (or build) is off
-        for refused in (s for s in slices if s.legacy is build and s.rest):
-            answer = settled_answer(info, version, refused.rest + [taken[0]], build)
-            if answer.chosen != taken[0]:
-                raise Unclear(f"the rest of an offer, refused ({refused.refusal}), was refused again with "
-                              f"{taken[0]} added, which the server accepts")
+        checks += [(refused, taken[0], pool.submit(settled_answer, info, version, refused.rest + [taken[0]], build))
+                   for refused in slices if refused.legacy is build and refused.rest]
+    for refused, anchor, answer in checks:
+        if answer.result().chosen != anchor:
+            raise Unclear(f"the rest of an offer, refused ({refused.refusal}), was refused again with "
+                          f"{anchor} added, which the server accepts")
 
 
 def settled_answer(info: ServerConnectivityInfo, version: TlsVersionEnum, names: list[str], legacy: bool) -> Answer:
