@@ -54,6 +54,7 @@ class WanLink:
     realtime: bool
     process: subprocess.Popen = field(repr=False)
     loop: str = "python"        # "c": wanline.c's loop (a fixed delay), else wanline.py's
+    hosts: list[str] = field(default_factory=list)   # every far end (start_wan's `hosts`): `host` first
 
     def address(self, port: int) -> tuple[str, int]:
         return self.host, port
@@ -110,15 +111,16 @@ def read_line(process: subprocess.Popen, timeout_s: float) -> bytes:
 
 def start_wan(rtt_ms: float, jitter_ms: float = 0.0, bandwidth_bps: float | None = None, *,
               backend: str = "127.0.0.1", mtu: int = 1500, queue_bytes: int = 1 << 20,
-              seed: int | None = None, realtime: bool = True) -> WanLink:
+              seed: int | None = None, realtime: bool = True, hosts: int = 1) -> WanLink:
     """Start a delay line (its own process) and return once its routes are in place.
 
     rtt_ms: added round trip (half each way); jitter_ms: uniform +/- per packet and direction,
     order kept; bandwidth_bps: cap per direction (tail drop past `queue_bytes` waiting); mtu: of
-    the link (1500 as on Ethernet, so slow start counts real segments).
+    the link (1500 as on Ethernet, so slow start counts real segments); hosts: how many addresses
+    stand for the backend behind the one line (`link.hosts`; up to 126), as a fleet's many IPs.
     """
     command = [sys.executable, str(LINE), "--rtt-ms", str(rtt_ms), "--jitter-ms", str(jitter_ms),
-               "--backend", backend, "--mtu", str(mtu), "--queue-bytes", str(queue_bytes)]
+               "--backend", backend, "--mtu", str(mtu), "--queue-bytes", str(queue_bytes), "--hosts", str(hosts)]
     if bandwidth_bps is not None:
         command += ["--bandwidth-bps", str(bandwidth_bps)]
     if seed is not None:
@@ -138,7 +140,8 @@ def start_wan(rtt_ms: float, jitter_ms: float = 0.0, bandwidth_bps: float | None
         raise WanError(ready["error"])
     return WanLink(rtt_ms=rtt_ms, jitter_ms=jitter_ms, bandwidth_bps=bandwidth_bps, backend=backend,
                    host=ready["host"], client=ready["client"], device=ready["device"],
-                   realtime=ready["realtime"], process=process, loop=ready.get("loop", "python"))
+                   realtime=ready["realtime"], process=process, loop=ready.get("loop", "python"),
+                   hosts=ready.get("hosts", [ready["host"]]))
 
 
 @pytest.fixture

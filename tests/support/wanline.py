@@ -25,6 +25,10 @@ delay and control in C, with a fifth of the Python loop's user CPU per packet (t
 kernel delivering each packet into TCP, stays: without the link the endpoints pay it). Jitter, a bandwidth cap, no C compiler, or
 WANLINE_PYTHON=1 keep the Python loop below. The ready line says which ("loop": "c" or "python").
 
+More far ends (`--hosts K`, the Python loop): link N also stands for the backend at 127.77.N.(2k+2),
+k = 1..K-1, each with its own alias 127.77.N.(2k+3), so K addresses (a fleet of sites on many IPs, #27)
+share one delay line; the ready line lists them all ("hosts").
+
 Control: one JSON line on stdout when ready ({"host", "client", "device", ...}); afterwards each
 `stats` line on stdin is answered by one JSON line of counters; EOF on stdin ends the process.
 """
@@ -54,6 +58,7 @@ TUNSETIFF = 0x400454CA
 IFF_TUN, IFF_NO_PI = 0x0001, 0x1000
 PR_SET_PDEATHSIG, PR_SET_TIMERSLACK = 1, 29
 SUBNET = (127, 77)                 # 127.77.N.0/24 belongs to link N
+MAX_HOSTS = 126                    # far ends per link: (far, alias) pairs .2/.1, then .4/.5 ... .252/.253
 MAX_LINKS = 256
 CLIENT_SIDE = "127.0.0.1"          # the source address clients use through the link (the routes' src)
 READ_BATCH = 256                   # packets read per wake-up before due packets are written again
@@ -168,9 +173,14 @@ def write_sysctl(path: str, value: str) -> None:
         handle.write(value)
 
 
-def claim_link(mtu: int) -> tuple[int, int, str]:
+def pairs(hosts: int) -> list[tuple[int, int]]:
+    """(far end, alias) last octets of each of a link's `hosts` addresses."""
+    return [(2, 1)] + [(2 * k + 2, 2 * k + 3) for k in range(1, hosts)]
+
+
+def claim_link(mtu: int, hosts: int = 1) -> tuple[int, int, str]:
     """1. Take the first free `tlwN` (the TUN name is the lock: no two processes get the same N).
-    2. Bring it up with IPv6 off and route_localnet on. 3. Route 127.77.N.1 and .2 through it."""
+    2. Bring it up with IPv6 off and route_localnet on. 3. Route each far end and alias through it."""
     start = os.getpid() % MAX_LINKS  # spread concurrent labs (other worktrees) over the range
     for step in range(MAX_LINKS):
         n = (start + step) % MAX_LINKS
@@ -184,7 +194,7 @@ def claim_link(mtu: int) -> tuple[int, int, str]:
         write_sysctl(f"/proc/sys/net/ipv4/conf/{name}/route_localnet", "1")
         steps = [("link", "set", "dev", name, "mtu", str(mtu), "up")]
         steps += [("route", "add", "table", "local", f"{SUBNET[0]}.{SUBNET[1]}.{n}.{host}/32", "dev", name,
-                   "src", CLIENT_SIDE) for host in (1, 2)]
+                   "src", CLIENT_SIDE) for pair in pairs(hosts) for host in pair]
         for command in steps:
             done = run_ip(*command)
             if done.returncode != 0:
@@ -223,13 +233,14 @@ class Line:
         one_way = args.rtt_ms / 2000.0
         jitter = args.jitter_ms / 1000.0
         client = bytes(int(x) for x in CLIENT_SIDE.split("."))
-        far = bytes([*SUBNET, n, 2])
-        alias = bytes([*SUBNET, n, 1])
         back = bytes(int(x) for x in backend.split("."))
         self.outbound = Direction("to_server", one_way, jitter, args.bandwidth_bps, args.queue_bytes, rng)
         self.inbound = Direction("to_client", one_way, jitter, args.bandwidth_bps, args.queue_bytes, rng)
-        self.routes = {client + far: (Rewrite(client + far, alias + back), self.outbound),
-                       back + alias: (Rewrite(back + alias, far + client), self.inbound)}
+        self.routes = {}
+        for far_octet, alias_octet in pairs(args.hosts):
+            far, alias = bytes([*SUBNET, n, far_octet]), bytes([*SUBNET, n, alias_octet])
+            self.routes[client + far] = (Rewrite(client + far, alias + back), self.outbound)
+            self.routes[back + alias] = (Rewrite(back + alias, far + client), self.inbound)
         self.ignored = 0                # not IPv4 TCP between the client and the far end
         self.lateness = array.array("d", bytes(8 * LATENESS_SAMPLES))
         self.late_count = 0
@@ -323,12 +334,15 @@ def parse_args(argv: list[str]):
     parser.add_argument("--bandwidth-bps", type=float, default=None, help="cap per direction, bits/s")
     parser.add_argument("--queue-bytes", type=int, default=1 << 20, help="tail drop past this backlog (with a cap)")
     parser.add_argument("--backend", default="127.0.0.1", help="IPv4 address the far end stands for")
+    parser.add_argument("--hosts", type=int, default=1, help=f"far-end addresses of the link (1..{MAX_HOSTS})")
     parser.add_argument("--mtu", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--no-realtime", action="store_true")
     args = parser.parse_args(argv)
     if args.rtt_ms < 0 or args.jitter_ms < 0 or (args.bandwidth_bps is not None and args.bandwidth_bps <= 0):
         parser.error("rtt and jitter must be >= 0 and bandwidth > 0")
+    if not 1 <= args.hosts <= MAX_HOSTS:
+        parser.error(f"hosts must be between 1 and {MAX_HOSTS}")
     if not 576 <= args.mtu <= 65535:
         parser.error("mtu must be between 576 and 65535")
     return args
@@ -357,16 +371,18 @@ def c_loop() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     quit_with_parent()
-    fixed_delay = not args.jitter_ms and args.bandwidth_bps is None and os.environ.get("WANLINE_PYTHON") != "1"
+    fixed_delay = (not args.jitter_ms and args.bandwidth_bps is None and args.hosts == 1
+                   and os.environ.get("WANLINE_PYTHON") != "1")
     binary = c_loop() if fixed_delay else None
     try:
-        n, fd, device = claim_link(args.mtu)
+        n, fd, device = claim_link(args.mtu, args.hosts)
     except SetupError as exc:
         print(json.dumps({"error": str(exc)}), flush=True)
         return 2
     realtime = not args.no_realtime and use_realtime_priority()
     line = Line(fd, n, args.backend, args)
     print(json.dumps({"host": f"{SUBNET[0]}.{SUBNET[1]}.{n}.2", "client": f"{SUBNET[0]}.{SUBNET[1]}.{n}.1",
+                      "hosts": [f"{SUBNET[0]}.{SUBNET[1]}.{n}.{far}" for far, _ in pairs(args.hosts)],
                       "device": device, "pid": os.getpid(), "realtime": realtime,
                       "loop": "c" if binary else "python"}), flush=True)
     if binary:  # same pid, device, routes, priority and parent-death signal: only the loop changes

@@ -265,8 +265,21 @@ def test_two_links_at_once_get_their_own_addresses_and_delays(wan, echo_port):
     assert within(statistics.median(connect_and_echo_ms(fast.host, echo_port)[0] for _ in range(3)), 10)
 
 
+def test_one_line_stands_for_the_backend_at_many_addresses_each_one_rtt_away(wan, echo_port):
+    """A fleet's many IPs behind one delay line (`hosts`): distinct far ends, each its own alias at the backend."""
+    link = wan(40, hosts=6)
+    assert len(set(link.hosts)) == 6 and link.hosts[0] == link.host and link.loop == "python"
+    for host in link.hosts:
+        assert within(statistics.median(connect_and_echo_ms(host, echo_port)[0] for _ in range(3)), 40), host
+        with socket.create_connection((host, echo_port), timeout=5) as sock:
+            assert sock.getpeername()[0] == host
+    assert link.stats()["ignored"] == 0
+
+
 def test_bad_settings_are_refused_with_a_reason():
     with pytest.raises(WanError, match="exited"):
         start_wan(-5)
     with pytest.raises(SystemExit):
         wanline.parse_args(["--rtt-ms", "10", "--mtu", "100"])
+    with pytest.raises(SystemExit):
+        wanline.parse_args(["--rtt-ms", "10", "--hosts", str(wanline.MAX_HOSTS + 1)])
