@@ -231,12 +231,13 @@ def check_grades(orgs, servers_by_site) -> list[str]:
 
 # --- 3. sslyze's CLI ------------------------------------------------------------------------------------
 
-def sslyze_cli(targets, ip: str, ca_file: Path) -> dict:
-    """One `python -m sslyze` over `targets` (all 18 commands): wall time, CPU, servers completed."""
+def sslyze_cli(targets, ip: str | None, ca_file: Path, ips: list[str] | None = None) -> dict:
+    """One `python -m sslyze` over `targets` (all 18 commands), at `ip` or each at its own of `ips`: wall
+    time, CPU, servers completed."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "sslyze.json"
         command = [PYTHON, "-m", "sslyze", f"--json_out={out}", "--certinfo_ca_file", str(ca_file), *ALL_SSLYZE_FLAGS,
-                   *(f"{HOST}:{s.port}{{{ip}}}" for s in targets)]
+                   *(f"{HOST}:{s.port}{{{address}}}" for s, address in zip(targets, ips or [ip] * len(targets)))]
         wall, cpu, code = timed(command)
         results = json.loads(out.read_text())["server_scan_results"] if out.exists() else []
     completed = sum(r["scan_status"] == "COMPLETED" for r in results)

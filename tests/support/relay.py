@@ -16,15 +16,18 @@ class CountingRelay:
     look open when its next one's first bytes arrive (the FIN and the next SYN cross the kernel on
     different CPUs): measured, the relay saw at most one more than the client's own count, never two."""
 
-    def __init__(self, upstreams: list[int]):
+    def __init__(self, upstreams: list[int], groups: list | None = None):
+        """`groups`: a key per upstream (e.g. the address its sites stand behind); each key's connections
+        are also counted apart, in `by_group[key]` = {"open", "peak", "total"}."""
         self.selector = selectors.DefaultSelector()
         self.listeners = []   # (upstream, listener), one per upstream given, in order (repeats allowed)
-        for upstream in upstreams:
-            listener = socket.create_server(("127.0.0.1", 0))
+        for upstream, group in zip(upstreams, groups or [None] * len(upstreams), strict=True):
+            listener = socket.create_server(("127.0.0.1", 0), backlog=256)
             listener.setblocking(False)
-            self.selector.register(listener, selectors.EVENT_READ, ("accept", upstream))
+            self.selector.register(listener, selectors.EVENT_READ, ("accept", (upstream, group)))
             self.listeners.append((upstream, listener))
         self.open = self.peak = self.total = 0
+        self.by_group = {group: {"open": 0, "peak": 0, "total": 0} for group in set(groups or [None])}
         self.stop = threading.Event()
 
     def port(self, upstream: int) -> int:
@@ -44,13 +47,14 @@ class CountingRelay:
                 else:
                     self.pipe(key.fileobj, key.data[1])
 
-    def accept(self, listener, upstream: int) -> None:
+    def accept(self, listener, target) -> None:
+        upstream, group = target
         try:
             client, _ = listener.accept()
         except BlockingIOError:
             return
         server = socket.create_connection(("127.0.0.1", upstream))
-        pair = {"client": client, "server": server, "open": True, "counted": False}
+        pair = {"client": client, "server": server, "open": True, "counted": False, "group": self.by_group[group]}
         for sock, other in ((client, server), (server, client)):
             sock.setblocking(True)
             self.selector.register(sock, selectors.EVENT_READ, ("pipe", (other, pair)))
@@ -76,6 +80,10 @@ class CountingRelay:
                     self.open += 1
                     self.total += 1
                     self.peak = max(self.peak, self.open)
+                    group = pair["group"]
+                    group["open"] += 1
+                    group["total"] += 1
+                    group["peak"] = max(group["peak"], group["open"])
                 other.sendall(chunk)
                 return
         except OSError:
@@ -87,14 +95,15 @@ class CountingRelay:
             return
         pair["open"] = False
         self.open -= pair["counted"]
+        pair["group"]["open"] -= pair["counted"]
         for side in ("client", "server"):
             self.selector.unregister(pair[side])
             pair[side].close()
 
 
 @contextmanager
-def counting_relay(upstreams: list[int]):
-    relay = CountingRelay(upstreams)
+def counting_relay(upstreams: list[int], groups: list | None = None):
+    relay = CountingRelay(upstreams, groups)
     thread = threading.Thread(target=relay.serve, daemon=True)
     thread.start()
     try:
