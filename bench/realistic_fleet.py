@@ -199,7 +199,9 @@ def through_celery(args, fleet, targets, relay) -> dict:
         return {"finished": finished, "wall": (last - started).total_seconds(), "connections": relay.total,
                 "count": len(targets), "wrong": check(audits, expected, finished, len(targets), args.timeout),
                 "errors": Counter(a.error_code for a in audits if a.status == "failed"),
-                "waits": [w for a in audits if (w := queue_wait_s(a)) is not None]}
+                "waits": [w for a in audits if (w := queue_wait_s(a)) is not None], "handoffs": handoffs_s(audits),
+                "audit_s": [(a.finished_at - a.started_at).total_seconds() for a in audits
+                            if a.finished_at and a.started_at]}
     finally:
         for worker in workers:
             worker.stop()
@@ -230,6 +232,19 @@ def queue_wait_s(audit) -> float | None:
     if audit.started_at and audit.created_at:
         return (audit.started_at - audit.created_at).total_seconds()
     return None
+
+
+def handoffs_s(audits) -> list[float]:
+    """On each address with more than one site: from one audit's end to the next one's start, the time the
+    address stood idle between turns (the line's own cost)."""
+    by_ip: dict[str, list] = {}
+    for audit in audits:
+        if audit.started_at and audit.finished_at:
+            by_ip.setdefault(str(audit.ip), []).append(audit)
+    gaps = []
+    for line in (sorted(a, key=lambda x: x.started_at) for a in by_ip.values() if len(a) > 1):
+        gaps += [(after.started_at - before.finished_at).total_seconds() for before, after in zip(line, line[1:])]
+    return gaps
 
 
 def check(audits, expected, finished: int, count: int, timeout: float) -> list[str]:
@@ -263,6 +278,12 @@ def record(recorder: Recorder, args, rtt: float, addresses: int, ours: dict, raw
     if ours["waits"]:
         recorder.figure("queue wait (created to started), median", statistics.median(ours["waits"]), "s",
                         note=f"max {max(ours['waits']):.0f} s: audits of one address take turns")
+    if ours["audit_s"]:
+        recorder.figure("one audit, started to finished, median", statistics.median(ours["audit_s"]), "s",
+                        note=f"max {max(ours['audit_s']):.1f} s, with the fleet's load on the same cores")
+    if ours["handoffs"]:
+        recorder.figure("an address idle between two of its audits, median", statistics.median(ours["handoffs"]), "s",
+                        note=f"p90 {sorted(ours['handoffs'])[int(0.9 * len(ours['handoffs']))]:.1f} s")
     recorder.figure(f"sslyze CLI, {raw['count']} of the same targets, wall time", raw["wall"], "s")
     recorder.figure("sslyze CLI throughput", raw["count"] / raw["wall"] * 3600, "audits/h")
     recorder.figure("sslyze CLI connections per scan", raw["connections"] / raw["count"], "")

@@ -18,12 +18,12 @@ import sslyze.mozilla_tls_profile.tls_config_checker  # noqa: F401 — loaded he
 from sslyze import (
     CertificateInfoExtraArgument,
     ScanCommandsExtraArguments,
-    SessionResumptionSupportExtraArgument,
     Scanner,
     ServerNetworkConfiguration,
     ServerNetworkLocation,
     ServerScanRequest,
     ServerScanResultAsJson,
+    SessionResumptionSupportExtraArgument,
 )
 from sslyze.connection_helpers.opportunistic_tls_helpers import ProtocolWithOpportunisticTlsEnum
 from sslyze.plugins.scan_commands import ScanCommand

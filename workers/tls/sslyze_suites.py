@@ -25,8 +25,8 @@ TLS 1.3 is left to sslyze: 5 suites, negotiated through an extension of their ow
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from operator import attrgetter
 
 from nassl.ssl_client import ClientCertificateRequested
