@@ -92,6 +92,8 @@ def one_offer(info: ServerConnectivityInfo, groups: list) -> tuple[object | None
     except ClientCertificateRequested:
         return key_group(connection.ssl_client), None
     except ServerRejectedTlsHandshake as rejected:
+        if key_or_none(connection.ssl_client) is not None:
+            raise Unclear(f"the server chose a group, then: {rejected.error_message}") from None
         return None, rejected.error_message
     except Unclear:
         raise
@@ -99,6 +101,13 @@ def one_offer(info: ServerConnectivityInfo, groups: list) -> tuple[object | None
         raise Unclear(f"{type(exc).__name__}: {exc}") from None
     finally:
         close_quietly(connection)
+
+
+def key_or_none(ssl_client):
+    try:
+        return ssl_client.get_ephemeral_key()
+    except Exception:   # noqa: BLE001 — no key negotiated yet
+        return None
 
 
 def key_group(ssl_client):

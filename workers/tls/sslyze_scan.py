@@ -59,9 +59,11 @@ def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str |
         scan_commands=scan_commands(service),
         scan_commands_extra_arguments=extra,
     )
-    with ThreadPoolExecutor(1, thread_name_prefix="groups") as beside, scan.phase("sslyze"), \
-            sslyze_sockets.bounded(request.server_location, deadline), \
-            sslyze_early_data.without_http(request.server_location, service.http):
+    # The groups' executor inside `bounded`: however sslyze ends, its thread is waited for while the
+    # address's deadline and gate still hold its sockets.
+    with scan.phase("sslyze"), sslyze_sockets.bounded(request.server_location, deadline), \
+            sslyze_early_data.without_http(request.server_location, service.http), \
+            ThreadPoolExecutor(1, thread_name_prefix="groups") as beside:
         observer = ProgressObserver(scan, on_connected, per_server_connections, suite_offers, beside)
         scanner = Scanner(per_server_concurrent_connections_limit=per_server_connections,
                           concurrent_server_scans_limit=1, observers=[observer])

@@ -119,12 +119,17 @@ def enumerate_version(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, ve
     plan = offers(version)
     head = len(plan) if version is TlsVersionEnum.TLS_1_2 else 2
     futures = [pool.submit(enumerate_slice, info, version, legacy, names) for legacy, names in plan[:head]]
-    if not all(future.exception() is None and version_refused(future.result()) for future in futures):
+    failed = any(future.exception() is not None for future in futures)   # unclear already: spend no more
+    if not failed and not all(version_refused(future.result()) for future in futures):
         futures += [pool.submit(enumerate_slice, info, version, legacy, names) for legacy, names in plan[head:]]
     try:
         found = [future.result() for future in futures]
         if not any(s.accepted for s in found) and negotiated(info) is version:
             raise Unclear("every offer refused, yet sslyze's connectivity test negotiated this version")
+        if any(s.accepted for s in found) and (dropped := [s for s in found if s.rest and s.refusal in DROPPED]):
+            # A version it speaks, and an offer it dropped twice without a word: a reset (rate limit,
+            # IPS, loss) hides that offer's suites, which no re-offer with a suite it takes would reveal.
+            raise Unclear(f"the server speaks it, yet dropped an offer twice ({dropped[0].refusal})")
         if all(version_refused(s) for s in found):
             return refused_attempt(version, found[0].refusal)
         confirm_refusals(pool, info, version, found)
