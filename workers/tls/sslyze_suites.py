@@ -18,7 +18,10 @@ Where the answers cannot be trusted the version goes back to sslyze's per-suite 
   chose a suite, a suite we did not offer, a surprise);
 - a contradiction: the rest of a slice, refused, is offered again with one suite the server took from
   that client build, and the server must take it. A server or middlebox that refuses a ClientHello for
-  one suite it chokes on, rather than for having none it accepts, refuses again, and is found out.
+  one suite it chokes on, rather than for having none it accepts, refuses again, and is found out;
+- no suite at all at the version sslyze's connectivity test negotiated, or an offer dropped twice without
+  a word at a version the server speaks (a reset hides that offer's suites).
+A version is refused as such when its first two offers both get an alert or error naming the version.
 TLS 1.3 is left to sslyze: 5 suites, negotiated through an extension of their own.
 """
 
