@@ -17,10 +17,15 @@ def forward_secrecy(ctx: Context) -> Outcome:
     gap = untested_protocols(ctx.facts)
     if not infos:
         return untested(gap or "no cipher suites accepted")
-    weak = [i for i in infos if not i.is_forward_secret]
+    # Anonymous (EC)DH is ephemeral: its flaw, no authentication, is cipher.anonymous's critical finding.
+    authenticated = [i for i in infos if not i.is_anonymous]
+    weak = [i for i in authenticated if not i.is_forward_secret]
     if not weak:
-        return untested(gap) if gap else ok(f"all {len({i.name for i in infos})} accepted suites use ECDHE/DHE")
-    if len(weak) == len(infos):
+        anonymous = len({i.name for i in infos if i.is_anonymous})
+        aside = f" (and {anonymous} anonymous suite(s), ephemeral too: see the anonymous-suite finding)" if anonymous else ""
+        return untested(gap) if gap else ok(f"all {len({i.name for i in authenticated})} accepted suites use "
+                                            f"ECDHE/DHE{aside}")
+    if len(weak) == len(authenticated):
         return fail("no accepted suite uses ECDHE/DHE: " + suite_evidence(weak))
     return fail("some suites lack forward secrecy: " + suite_evidence(weak), severity="low",
                 title="Forward secrecy only with some suites")
