@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -145,23 +146,13 @@ class Target:
     name: str
 
 
-class open_links:
+@contextmanager
+def open_links(start_wan, rtt: float, count: int, per_link: int, links: int):
     """As many delay lines as the addresses need; yields every far-end address, in order."""
-
-    def __init__(self, start_wan, rtt: float, count: int, per_link: int, links: int):
-        self.start_wan, self.rtt, self.count, self.per_link, self.links = start_wan, rtt, count, per_link, links
-        self.opened = []
-
-    def __enter__(self) -> list[str]:
-        left = self.count
-        for _ in range(self.links):
-            self.opened.append(self.start_wan(self.rtt, hosts=min(self.per_link, left)))
-            left -= min(self.per_link, left)
-        return [host for link in self.opened for host in link.hosts]
-
-    def __exit__(self, *exc) -> None:
-        for link in self.opened:
-            link.close()
+    with ExitStack() as stack:
+        sizes = [min(per_link, count - i * per_link) for i in range(links)]
+        opened = [stack.enter_context(start_wan(rtt, hosts=size)) for size in sizes]
+        yield [host for link in opened for host in link.hosts]
 
 
 def peaks(relay) -> dict[str, int]:
