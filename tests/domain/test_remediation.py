@@ -63,6 +63,25 @@ def test_a_tls10_site_is_told_to_disable_tls10_and_11_which_predicts_a_plus():
     assert rec.kind == "security"
 
 
+def test_a_tls10_11_only_site_is_predicted_the_tls13_its_protocols_line_turns_on():
+    """#28 item 5: "Allow only TLSv1.2 and TLSv1.3" on a TLS 1.0/1.1-only server also turns on TLS 1.3
+    (the rescan gave A+ where the prediction, which only removed the old versions, said A-)."""
+    facts = make_facts(protocols=("TLSv1.0", "TLSv1.1"))
+    rec = by_id(recommend(facts))["proto.disable_legacy"]
+    after = rec.apply(facts)
+    assert [v for v in ALL_TLS if after.supports(v)] == ["TLSv1.2", "TLSv1.3"]
+    assert [s.name for s in after.suites_for("TLSv1.3")] == list(INTERMEDIATE.ciphersuites)
+    assert rec.predicted_grade == "A+"
+    assert "turns on TLS 1.2 and TLS 1.3" in rec.change
+    assert {"proto.tls13_missing", "warn.no_tls13", "proto.tls12_missing"} <= set(rec.fixes)
+
+
+def test_the_protocols_line_turns_on_no_version_the_scan_could_not_test():
+    facts = make_facts(protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2"), not_tested_protocols=("TLSv1.3",))
+    rec = by_id(recommend(facts))["proto.disable_legacy"]
+    assert not rec.apply(facts).supports("TLSv1.3") and "turns on" not in rec.change
+
+
 def test_without_hsts_the_same_change_predicts_a():
     rec = by_id(recommend(tls10_site(hsts_max_age=None)))["proto.disable_legacy"]
     assert rec.predicted_grade == "A"

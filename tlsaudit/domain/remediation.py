@@ -419,18 +419,41 @@ def _rec_disable_old_protocols(ctx: _Context) -> _Draft | None:
     n = sum(len(f.suites_for(v)) for v in old)
     keep_list = [v.replace("TLSv1.0", "TLSv1") for v in p.tls_versions]
     keep = " ".join(keep_list)
+    turned_on = _versions_turned_on(f, p)
+    also = (f" The same line turns on {' and '.join(v.replace('v', ' ') for v in turned_on)}, which the server "
+            "does not offer now (TLS 1.3 needs OpenSSL 1.1.1 or later)." if turned_on else "")
     return _Draft(
         id="proto.disable_legacy", title=title,
         why=(f"{', '.join(pretty[v] for v in old)} {'are' if len(old) > 1 else 'is'} deprecated and weaker than "
              "TLS 1.2; every current browser speaks TLS 1.2 or 1.3."),
         change=(f"Allow only {' and '.join(keep_list)} (nginx: ssl_protocols {keep}; Apache: SSLProtocol -all "
                 f"{' '.join('+' + v.replace('TLSv1.0', 'TLSv1') for v in p.tls_versions)}). This also removes "
-                f"the {n} suite entries accepted on the old versions."),
+                f"the {n} suite entries accepted on the old versions.{also}"),
         impact=(f"Lifts the grade cap. Clients older than the {p.name} profile's oldest supported ones "
                 f"({', '.join(p.oldest_clients[:4])}, ...) can no longer connect."),
-        transform=lambda facts: _disable_protocols(facts, old, p),
+        transform=lambda facts: _allow_only_profile_versions(facts, old, p),
         fixes=("proto.sslv2", "proto.sslv3", "proto.tls10", "proto.tls11", "vuln.beast", "cap.sslv2",
-               "cap.sslv3", "cap.sslv3_only", "cap.poodle_ssl3", "cap.tls10_11"))
+               "cap.sslv3", "cap.sslv3_only", "cap.poodle_ssl3", "cap.tls10_11") + _fixes_of_turning_on(turned_on))
+
+
+def _versions_turned_on(f: ScanFacts, p: Profile) -> tuple[str, ...]:
+    """The profile's modern versions the server lacks, where the scan could test them: the change's
+    one protocols line ("ssl_protocols TLSv1.2 TLSv1.3") turns them on as it turns the old ones off."""
+    return tuple(v for v in ("TLSv1.2", "TLSv1.3") if v in p.tls_versions and not f.supports(v)
+                 and f.protocol_tested(v))
+
+
+def _fixes_of_turning_on(versions: tuple[str, ...]) -> tuple[str, ...]:
+    fixes = {"TLSv1.2": ("proto.tls12_missing", "cap.no_tls12"), "TLSv1.3": ("proto.tls13_missing", "warn.no_tls13")}
+    return tuple(i for v in versions for i in fixes[v])
+
+
+def _allow_only_profile_versions(facts: ScanFacts, old: tuple[str, ...], p: Profile) -> ScanFacts:
+    turned_on = _versions_turned_on(facts, p)
+    f = _disable_protocols(facts, old, p)
+    if "TLSv1.2" in turned_on:
+        f = _add_tls12_suites(f, p)
+    return _enable_tls13(f, p) if "TLSv1.3" in turned_on else f
 
 
 def _rec_enable_tls12(ctx: _Context) -> _Draft | None:
