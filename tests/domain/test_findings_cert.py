@@ -54,6 +54,12 @@ ROWS = [
     Row("cert.lifetime", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=2500),
                                                   not_after=NOW + timedelta(days=100))),
         "fail", "low", "issued before 2020-09-01"),
+    # #28 item 6: the limit binds public CAs; an 826-day leaf of a private root loads in Chromium
+    Row("cert.lifetime", make_facts(cert=deployment(rsa_cert(not_after=NOW + timedelta(days=796)), trusted=False,
+                                                    custom_ca=True), trust_use_custom_ca=True),
+        "info", "info", "this chain ends at a private root, which browsers exempt"),
+    Row("cert.lifetime", make_facts(cert=deployment(rsa_cert(not_after=NOW + timedelta(days=796)), trusted=False)),
+        "info", "info", "valid for 826 days"),
     Row("cert.symantec", make_facts(cert=deployment(symantec_distrusted=True)), "fail", "high", "Symantec root"),
     Row("cert.ocsp_stapling", make_facts(cert=deployment(ocsp_stapled=Check(BAD))), "fail", "low",
         "no OCSP response stapled"),

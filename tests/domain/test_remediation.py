@@ -182,6 +182,16 @@ def test_an_expired_certificate_is_renewed_and_the_t_grade_goes_away():
     assert "it has expired" in rec.why and "2026-01-31" not in rec.why  # the finding gives the date
 
 
+def test_a_public_certificate_valid_too_long_is_replaced_and_a_private_one_is_not():
+    """#28 item 6: the lifetime finding is high only under a public root, and then it has a fix."""
+    long_lived = rsa_cert(not_after=NOW + timedelta(days=796))
+    rec = by_id(recommend(make_facts(cert=long_lived)))["cert.replace"]
+    assert "valid for 826 days, more than the 398 browsers accept from a public CA" in rec.why
+    assert "cert.lifetime" in rec.fixes
+    private = make_facts(cert=deployment(long_lived, trusted=False, custom_ca=True), trust_use_custom_ca=True)
+    assert "cert.replace" not in by_id(recommend(private))
+
+
 def test_a_mismatched_self_signed_certificate_is_replaced():
     facts = make_facts(cert=deployment(rsa_cert(self_signed=True, san=("www.example.org",)), hostname_matches=False))
     rec = by_id(recommend(facts))["cert.replace"]

@@ -115,6 +115,14 @@ def is_trusted(dep: CertificateDeployment, facts: ScanFacts) -> bool:
     return any(t.trusted or t.dates_only or _is_name_error(t.error) for t in dep.trust if t.store in stores)
 
 
+def anchored_publicly(dep: CertificateDeployment) -> bool:
+    """The chain ends at a root of a public store (Mozilla, Apple, Android, Windows...), judged apart
+    from its dates and host name. Without trust results it is assumed public: the stricter reading."""
+    if not dep.trust:
+        return True
+    return any(t.trusted or t.dates_only or _is_name_error(t.error) for t in dep.trust if t.store != "Custom CA")
+
+
 def _is_name_error(error: str) -> bool:
     return trust_error_words(error) == "the certificate does not cover the host name"
 
@@ -256,6 +264,14 @@ def cert_lifetime(ctx: Context, dep: CertificateDeployment) -> Outcome:
     text = f"valid for {days} days ({_date(leaf.not_before)} to {_date(leaf.not_after)})"
     if days <= MAX_CERT_LIFETIME_DAYS:
         return ok(text)
+    if not anchored_publicly(dep):
+        # Chrome and Apple apply the limit to publicly trusted CAs only: a private root's leaf loads.
+        title = "Certificate lifetime over 398 days, allowed for a private CA"
+        if any(t.store == "Custom CA" and (t.trusted or t.dates_only) for t in dep.trust):
+            return info(text + "; the 398-day limit binds public CAs, and this chain ends at a private root, "
+                               "which browsers exempt", severity="info", title=title)
+        return info(text + "; the 398-day limit binds public CAs only, and no public store trusts this chain "
+                           "(see “Certificate not trusted”)", severity="info", title=title)
     if aware(leaf.not_before) >= LIFETIME_RULE_START:
         return fail(text + "; issued after 2020-09-01, so Apple and Chrome reject it", severity="high")
     return fail(text + "; issued before 2020-09-01", severity="low")
