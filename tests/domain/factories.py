@@ -150,7 +150,7 @@ def deployment(leaf: Certificate | None = None, *, chain: tuple[Certificate, ...
         stores.append(TrustResult("Custom CA", custom_ca, "" if custom_ca else error or UNKNOWN_ISSUER_ERROR))
     return CertificateDeployment(
         chain=chain or ((leaf,) if leaf.self_signed else (leaf, ca_cert())),
-        trust=tuple(stores), hostname_matches=hostname_matches, chain_in_order=True,
+        trust=tuple(stores), hostname_matches=hostname_matches, chain_in_order=True, chain_extra=(),
         chain_complete=chain_complete, chain_has_anchor=False, chain_has_sha1=chain_has_sha1,
         symantec_distrusted=symantec_distrusted,
         ocsp_stapled=ocsp_stapled or Check(OK, detail="stapled, trusted response"),

@@ -39,6 +39,11 @@ ROWS = [
         "an intermediate for CN=Test Intermediate CA"),
     Row("cert.chain_order", with_deployment(chain_in_order=False), "fail", "low", "CN=localhost -> CN=Test"),
     Row("cert.chain_anchor", with_deployment(chain_has_anchor=True), "fail", "info", "root sent"),
+    # #28 item 7: an unrelated certificate is its own finding, not "out of order"
+    Row("cert.chain_extra", with_deployment(chain_extra=("CN=Unrelated CA",)), "fail", "low",
+        "1 extra: CN=Unrelated CA"),
+    Row("cert.chain_extra", make_facts(), "pass", "low", "every sent certificate is on the way to the root"),
+    Row("cert.chain_extra", with_deployment(chain_extra=None), "not_tested", None, "not examined"),
     Row("cert.sha1", make_facts(cert=deployment(chain_has_sha1=True)), "fail", "high", "SHA-1 signed"),
     Row("cert.sha1", make_facts(cert=rsa_cert(signature_hash="sha1")), "fail", "high", "CN=localhost"),
     Row("cert.md5", make_facts(cert=rsa_cert(signature_hash="md5")), "fail", "critical", "CN=localhost (md5)"),

@@ -47,7 +47,7 @@ def wrecked_server() -> ScanFacts:
     cert = deployment(leaf, hostname_matches=False, trusted=False, error="self signed certificate",
                       chain_complete=False, chain_has_sha1=True, symantec_distrusted=True, must_staple=True,
                       ocsp_stapled=Check(BAD))
-    cert = replace(cert, chain_in_order=False, chain_has_anchor=True, sct_count=0, is_ev=True,
+    cert = replace(cert, chain_in_order=False, chain_extra=("CN=Stray CA",), chain_has_anchor=True, sct_count=0, is_ev=True,
                    revocation=Revocation(REVOKED, method=CRL, source="http://crl.old.example/ca.crl",
                                          revocation_reason="superseded", revoked_at=NOW - timedelta(days=30)))
     facts = make_facts(protocols=protocols, suites=suites, cert=cert, hsts_valid=False,

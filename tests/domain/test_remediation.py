@@ -192,6 +192,13 @@ def test_a_public_certificate_valid_too_long_is_replaced_and_a_private_one_is_no
     assert "cert.replace" not in by_id(recommend(private))
 
 
+def test_an_extra_certificate_is_named_in_the_chain_fix_and_gone_in_the_prediction():
+    facts = make_facts(cert=replace(deployment(), chain_extra=("CN=Stray CA",)))
+    rec = by_id(recommend(facts))["cert.fix_chain"]
+    assert "remove CN=Stray CA from the file" in rec.change and "a certificate that no client needs" in rec.why
+    assert rec.apply(facts).certificates[0].chain_extra == () and "cert.chain_extra" in rec.fixes
+
+
 def test_a_mismatched_self_signed_certificate_is_replaced():
     facts = make_facts(cert=deployment(rsa_cert(self_signed=True, san=("www.example.org",)), hostname_matches=False))
     rec = by_id(recommend(facts))["cert.replace"]

@@ -115,7 +115,11 @@ class DeploymentSerializer(serializers.Serializer):
     trust = TrustSerializer(many=True)
     hostname_matches = serializers.BooleanField()
     chain_complete = serializers.BooleanField(allow_null=True)
-    chain_in_order = serializers.BooleanField(allow_null=True)
+    chain_in_order = serializers.BooleanField(allow_null=True,
+                                              help_text="The leaf's issuers follow it in order (extra certificates aside).")
+    chain_extra = serializers.ListField(child=serializers.CharField(), allow_null=True,
+                                        help_text="Subjects of sent certificates not on the way to the root; "
+                                                  "null: not examined (audits before rules 2009r+tlsaudit.7).")
     ocsp_stapled = CheckSerializer()
     revocation = RevocationSerializer(help_text="The leaf's OCSP or CRL status: a revoked leaf grades T.")
     must_staple = serializers.BooleanField()
@@ -247,7 +251,8 @@ class AuditFullSerializer(AuditSerializer):
         facts = self.facts(audit)
         rows = [{"index": index, "chain": deployment.chain, "trust": deployment.trust,
                  "hostname_matches": deployment.hostname_matches, "chain_complete": deployment.chain_complete,
-                 "chain_in_order": deployment.chain_in_order, "ocsp_stapled": deployment.ocsp_stapled,
+                 "chain_in_order": deployment.chain_in_order, "chain_extra": deployment.chain_extra,
+                 "ocsp_stapled": deployment.ocsp_stapled,
                  "revocation": revocation_row(deployment.revocation), "must_staple": deployment.must_staple, "sct_count": deployment.sct_count, "is_ev": deployment.is_ev}
                 for index, deployment in enumerate(facts.certificates if facts else [])]
         return DeploymentSerializer(rows, many=True).data

@@ -117,6 +117,7 @@ def _deployment(d) -> dict:
     return {
         "hostname_matches": d.hostname_matches,
         "chain_complete": d.chain_complete, "chain_in_order": d.chain_in_order,
+        "chain_extra": None if d.chain_extra is None else list(d.chain_extra),
         "chain_has_anchor": d.chain_has_anchor, "chain_has_sha1": d.chain_has_sha1,
         "symantec_distrusted": d.symantec_distrusted,
         "trust": [{"store": t.store, "trusted": t.chain_trusted, "error": "" if t.chain_trusted else

@@ -97,7 +97,7 @@ def _deployments(facts) -> list[dict]:
     for index, dep in enumerate(facts.certificates):
         out.append({"index": index, "chain": list(dep.chain), "trust": list(dep.trust),
                     "hostname_matches": dep.hostname_matches, "chain_complete": dep.chain_complete,
-                    "chain_in_order": dep.chain_in_order, "ocsp": dep.ocsp_stapled, "must_staple": dep.must_staple,
+                    "chain_in_order": dep.chain_in_order, "chain_extra": dep.chain_extra, "ocsp": dep.ocsp_stapled, "must_staple": dep.must_staple,
                     "sct_count": dep.sct_count, "leaf": dep.leaf,
                     "revocation": dep.revocation.status if dep.revocation else NOT_TESTED,
                     "revocation_words": revocation_words(dep.revocation)})

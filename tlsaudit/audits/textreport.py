@@ -99,7 +99,10 @@ def _certificates(facts) -> list[str]:
         out += [f"   {leaf.subject}", f"     key {leaf.key_type} {leaf.key_bits}, signature {leaf.signature_hash},"
                 f" valid until {leaf.not_after:%Y-%m-%d}", f"     name matches: {dep.hostname_matches};"
                 f" chain complete: {dep.chain_complete}", f"     trust: {trusted}",
-                f"     revocation: {revocation_words(dep.revocation)}"]
+                f"     revocation: {revocation_words(dep.revocation)}", "     sent chain:"]
+        out += [f"       {n}. {c.subject} (key {c.key_type} {c.key_bits}, signature {c.signature_hash}"
+                f"{', extra' if c.subject in (dep.chain_extra or ()) and n > 1 else ''})"
+                for n, c in enumerate(dep.chain, start=1)]
     return out
 
 

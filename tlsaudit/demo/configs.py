@@ -181,7 +181,7 @@ def deployment(config: Config, cert: CertPeriod) -> CertificateDeployment:
     chain = (leaf,) if config.self_signed else (leaf, intermediate_certificate(issuer))
     return CertificateDeployment(
         chain=chain, trust=tuple(TrustResult(store, trusted, error) for store in STORES),
-        hostname_matches=config.hostname_matches, chain_in_order=True, chain_complete=True,
+        hostname_matches=config.hostname_matches, chain_in_order=True, chain_extra=(), chain_complete=True,
         chain_has_anchor=False, chain_has_sha1=False, symantec_distrusted=False,
         ocsp_stapled=Check(OK, detail="stapled, trusted response") if config.ocsp_stapled else
         Check(BAD, detail="no OCSP response stapled"),

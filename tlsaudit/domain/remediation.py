@@ -275,7 +275,7 @@ def _new_certificate(facts: ScanFacts, key_type: str) -> CertificateDeployment:
     stores = ("Mozilla", "Apple", "Android", "Windows")
     return CertificateDeployment(
         chain=(leaf, issuer), trust=tuple(TrustResult(s, True) for s in stores), hostname_matches=True,
-        chain_in_order=True, chain_complete=True, chain_has_anchor=False, chain_has_sha1=False,
+        chain_in_order=True, chain_extra=(), chain_complete=True, chain_has_anchor=False, chain_has_sha1=False,
         symantec_distrusted=False, ocsp_stapled=Check(BAD, detail="not stapled yet"), must_staple=False,
         sct_count=2)
 
@@ -366,14 +366,18 @@ def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:
 
 
 def _rec_chain(ctx: _Context) -> _Draft | None:
-    deps = [d for d in ctx.facts.certificates if d.chain_complete is False or d.chain_in_order is False]
+    deps = [d for d in ctx.facts.certificates
+            if d.chain_complete is False or d.chain_in_order is False or d.chain_extra]
     if not deps:
         return None
+    incomplete = any(d.chain_complete is False for d in deps)
+    extra = [name for d in deps for name in d.chain_extra or ()]
 
     def fix(f: ScanFacts) -> ScanFacts:
         f = _copy(f)
         f.certificates = [dataclasses.replace(d, chain_complete=True if d.chain_complete is False else d.chain_complete,
                                               chain_in_order=True if d.chain_in_order is False else d.chain_in_order,
+                                              chain_extra=() if d.chain_extra else d.chain_extra,
                                               trust=tuple(dataclasses.replace(t, trusted=True, error="")
                                                           if t.store == "Mozilla" and d.chain_complete is False
                                                           else t for t in d.trust))
@@ -381,12 +385,23 @@ def _rec_chain(ctx: _Context) -> _Draft | None:
         return f
     return _Draft(
         id="cert.fix_chain", title="Serve the complete certificate chain, in order",
-        why="Some clients (mobile apps, curl, API clients) cannot verify the certificate without its intermediates.",
+        why=_chain_why(incomplete, extra),
         change=("Configure the server with the 'full chain' file from your CA: the leaf certificate first, then "
                 "each intermediate, and no root (nginx: ssl_certificate fullchain.pem; Apache: "
-                "SSLCertificateFile with the chain appended)."),
-        impact="Every client can verify the certificate; lifts the B cap.",
-        transform=fix, fixes=("cert.chain_incomplete", "cert.chain_order", "cap.incomplete_chain"))
+                "SSLCertificateFile with the chain appended)"
+                + (f"; remove {'; '.join(extra)} from the file." if extra else ".")),
+        impact=("Every client can verify the certificate; lifts the B cap." if incomplete else
+                "Strict clients can verify the certificate, and every handshake is smaller."),
+        transform=fix, fixes=("cert.chain_incomplete", "cert.chain_order", "cert.chain_extra", "cap.incomplete_chain"))
+
+
+def _chain_why(incomplete: bool, extra: list[str]) -> str:
+    if incomplete:
+        return "Some clients (mobile apps, curl, API clients) cannot verify the certificate without its intermediates."
+    if extra:
+        return (f"The chain carries {'a certificate' if len(extra) == 1 else f'{len(extra)} certificates'} that no client needs ({'; '.join(extra)}); strict clients "
+                "may stop at it, and every handshake sends its bytes.")
+    return "The certificates are sent out of order; browsers reorder them, strict clients may not."
 
 
 def _rec_named_check(check: str, rec_id: str, title: str, why: str, change: str, impact: str,

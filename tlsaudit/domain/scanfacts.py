@@ -142,6 +142,7 @@ class CertificateDeployment:
     sct_count: int | None           # SCTs embedded in the leaf; None = unknown
     is_ev: bool = False
     revocation: Revocation | None = None    # None = not checked (audits before revocation checks)
+    chain_extra: tuple[str, ...] | None = None  # subjects of sent certificates off the leaf's path; None = unknown
 
     @property
     def leaf(self) -> Certificate:
@@ -305,6 +306,8 @@ def _deployment(d: dict) -> CertificateDeployment:
     d["trust"] = tuple(TrustResult(**t) for t in d["trust"])
     d["ocsp_stapled"] = _check(d["ocsp_stapled"])
     d["revocation"] = _revocation(d.get("revocation"))
+    if d.get("chain_extra") is not None:
+        d["chain_extra"] = tuple(d["chain_extra"])
     return CertificateDeployment(**d)
 
 

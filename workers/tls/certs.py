@@ -251,6 +251,30 @@ def chain_is_complete(received: list[x509.Certificate], path_validation_results)
     return any(issued_by(top, anchor) for path in stores for anchor in load_anchors(path))
 
 
+def issuance_path(received: list[x509.Certificate]) -> list[x509.Certificate]:
+    """The sent certificates on the way from the leaf up, each the issuer of the one before, ending at
+    a self-signed one or where no sent certificate issued the last."""
+    path, unused = [received[0]], list(received[1:])
+    while not is_self_signed(path[-1]):
+        issuer = next((c for c in unused if issued_by(path[-1], c)), None)
+        if issuer is None:
+            break
+        unused.remove(issuer)
+        path.append(issuer)
+    return path
+
+
+def chain_layout(received: list[x509.Certificate]) -> tuple[bool | None, tuple[str, ...] | None]:
+    """(in order, the subjects of the extra certificates) of a sent chain. sslyze's
+    `received_chain_has_valid_order` says False for both an unrelated certificate and a swapped pair;
+    SSL Labs reports them apart ("Contains extra certificates", "Incorrect order"), and so do we."""
+    if not received:
+        return None, None
+    path = issuance_path(received)
+    extra = tuple(_name_text(lambda c=c: c.subject) for c in received if c not in path)
+    return [c for c in received if c in path] == path, extra
+
+
 def top_of_sent_chain(received: list[x509.Certificate]) -> x509.Certificate:
     current, unused = received[0], list(received[1:])
     while True:
@@ -273,11 +297,13 @@ def load_anchors(path: Path) -> tuple[x509.Certificate, ...]:
 def describe_deployment(deployment, hostname: str) -> CertificateDeployment:
     """One sslyze CertificateDeploymentAnalysisResult -> our facts."""
     received = list(deployment.received_certificate_chain)
+    in_order, extra = chain_layout(received)
     return CertificateDeployment(
         chain=tuple(describe_certificate(c) for c in received),
         trust=trust_results(deployment.path_validation_results, received, hostname),
         hostname_matches=leaf_matches(received[0], hostname),
-        chain_in_order=deployment.received_chain_has_valid_order,
+        chain_in_order=in_order,
+        chain_extra=extra,
         chain_complete=chain_is_complete(received, deployment.path_validation_results),
         chain_has_anchor=_anchor_sent(received, deployment),
         chain_has_sha1=_chain_has_sha1(received, deployment),

@@ -183,7 +183,20 @@ def cert_chain_order(ctx: Context, dep: CertificateDeployment) -> Outcome:
         return untested("chain order could not be determined")
     if dep.chain_in_order:
         return ok("leaf first, then each issuer")
-    return fail(" -> ".join(c.subject for c in dep.chain))
+    return fail("sent as " + " -> ".join(c.subject for c in dep.chain))
+
+
+@rule("cert.chain_extra", "low", "Certificate chain contains extra certificates",
+      "No extra certificates in the chain",
+      "The server sends certificates that are not on the way from its certificate to the root. Clients "
+      "skip them, but every handshake carries their bytes, and strict clients may give up: send only the "
+      "leaf and its intermediates.", over=each_deployment)
+def cert_chain_extra(ctx: Context, dep: CertificateDeployment) -> Outcome:
+    if dep.chain_extra is None:
+        return untested("the sent chain was not examined for extra certificates")
+    if dep.chain_extra:
+        return fail(f"{len(dep.chain_extra)} extra: {'; '.join(dep.chain_extra)}")
+    return ok("every sent certificate is on the way to the root")
 
 
 @rule("cert.chain_anchor", "info", "Root certificate sent in the chain", "Root certificate not sent",
