@@ -105,11 +105,11 @@ def ec_cert(curve: str = "secp256r1", bits: int = 256, **kwargs) -> Certificate:
 
 
 def ca_cert(subject: str = INTERMEDIATE, *, issuer: str = ROOT, signature_hash: str = "sha256",
-            root: bool = False) -> Certificate:
+            root: bool = False, bits: int = 4096) -> Certificate:
     return Certificate(
         subject=subject, issuer=subject if root else issuer, serial_hex="0a",
         not_before=NOW - timedelta(days=3000), not_after=NOW + timedelta(days=3000),
-        key_type="RSA", key_bits=4096, curve=None, signature_hash=signature_hash,
+        key_type="RSA", key_bits=bits, curve=None, signature_hash=signature_hash,
         is_ca=True, self_signed=root, rsa_exponent=65537,
     )
 

@@ -173,3 +173,28 @@ def test_3des_that_old_clients_negotiate_on_tls12_caps_c_and_names_them(go_tls_s
     assert (sims["java_8u31"].protocol, sims["java_8u31"].suite) == ("TLSv1.2", "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA")
     (cap,) = [c for c in result.caps if c.rule_id == "cap.sweet32"]
     assert result.grade == "C" and "Java 8u31 (no TLS 1.3) gets TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA" in cap.reason
+
+
+def simulated_in_audit(tls_lab, name: str) -> dict:
+    outcome = run_scan("localhost", tls_lab.port(name), ip="127.0.0.1", ca_file=str(tls_lab.ca_file),
+                       allow_private=True, network_timeout=3, max_retries=1)
+    return {c.client: c for c in outcome.facts.client_simulation}, build_report(outcome.facts, outcome.mozilla)
+
+
+def test_curl_fails_a_tls10_11_server_as_real_curl_does_and_caps_no_grade(tls_lab):
+    """#28 item 4: the replay says the server picks TLS 1.1 ECDHE-RSA for curl; real curl then refuses
+    the SHA-1/MD5 key-exchange signature (OpenSSL 3.0 at level 2). The report says so, and that false
+    handshake no longer feeds "some modern clients get no AEAD suite: curl"."""
+    sims, report = simulated_in_audit(tls_lab, "c_tls10_tls11")
+    assert sims["curl"].protocol is None
+    assert "SHA-1/MD5 signature TLS 1.1 puts on the server's key exchange" in sims["curl"].error
+    assert sims["gnutls"].protocol == "TLSv1.1"                       # GnuTLS 3.7 accepts it (measured)
+    assert not any("curl" in c.reason for c in report.grade.caps)
+
+
+def test_openssl_clients_refuse_an_rsa1024_leaf_and_the_others_take_it(tls_lab):
+    sims, _ = simulated_in_audit(tls_lab, "b_rsa1024")
+    for name in ("curl", "python"):
+        assert sims[name].protocol is None
+        assert "refuses the certificate CN=localhost" in sims[name].error and "1024 bits" in sims[name].error
+    assert sims["gnutls"].protocol == "TLSv1.3" and sims["node"].protocol == "TLSv1.3"

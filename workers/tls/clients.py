@@ -16,7 +16,8 @@ from pathlib import Path
 
 from tls_parser.cipher_suites import CipherSuites
 
-from tlsaudit.domain.scanfacts import ClientHandshake
+from tlsaudit.domain.client_limits import ClientLimits, enforce_limits
+from tlsaudit.domain.scanfacts import CertificateDeployment, ClientHandshake
 from workers.tls import hello
 from workers.tls.probes import Endpoint, short_error
 
@@ -33,6 +34,16 @@ def load_profiles() -> dict:
 
 def simulate_clients(endpoint: Endpoint, profiles: dict | None = None) -> list[ClientHandshake]:
     return [simulate(endpoint, name, profile) for name, profile in (profiles or load_profiles()).items()]
+
+
+def with_limits(rows: list[ClientHandshake], deployments: list[CertificateDeployment],
+                profiles: dict | None = None) -> list[ClientHandshake]:
+    """Each row as its real client ends it, once the certificates are known: the limits a replayed
+    ClientHello cannot show (minimum signature, DH and RSA sizes; tlsaudit/domain/client_limits.py)."""
+    profiles = profiles or load_profiles()
+    return [enforce_limits(row, ClientLimits.from_profile(profiles[row.client]), deployments,
+                           profiles[row.client]["signature_algorithms"]) if row.client in profiles else row
+            for row in rows]
 
 
 def simulate(endpoint: Endpoint, name: str, profile: dict) -> ClientHandshake:

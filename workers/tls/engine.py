@@ -384,7 +384,7 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side:
     with scan.phase("preference"):
         facts.preferences = measure_preferences(scan, facts, endpoint, side.preferences)
     facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
-    facts.client_simulation = side.clients
+    facts.client_simulation = clients.with_limits(side.clients, facts.certificates)
     facts.post_quantum = interpret_post_quantum(facts, side.post_quantum)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
 
