@@ -234,6 +234,9 @@ def _checks(overrides: dict) -> dict[str, Check]:
     if unknown:
         raise TypeError(f"unknown checks {sorted(unknown)}; known: {sorted(CHECK_NAMES)}")
     checks = {name: Check(OK) for name in CHECK_NAMES}
+    # A server set to resume no TLS 1.2 ticket resumes no TLS 1.3 one either, unless told otherwise.
+    if "session_ticket_resumption" in overrides and "tls13_resumption" not in overrides:
+        overrides = {**overrides, "tls13_resumption": overrides["session_ticket_resumption"]}
     for name, value in overrides.items():
         checks[name] = value if isinstance(value, Check) else Check(value, reason="probe failed"
                                                                     if value == NOT_TESTED else "")

@@ -16,7 +16,7 @@ from tlsaudit.domain.trustwords import trust_error_words
 
 SCHEMA_ID = "https://tlsaudit.example/schemas/audit-report/1.json"
 # Named checks that are vulnerabilities or protections, apart from session resumption.
-_RESUMPTION = ("session_id_resumption", "session_ticket_resumption")
+_RESUMPTION = ("session_id_resumption", "session_ticket_resumption", "tls13_resumption")
 
 
 def audit_json(facts, report, duration_s: float) -> dict:

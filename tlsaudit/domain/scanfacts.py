@@ -270,6 +270,7 @@ CHECK_NAMES = {
     "extended_master_secret": "Extended master secret (RFC 7627) supported",
     "session_id_resumption": "Session resumption with session IDs",
     "session_ticket_resumption": "Session resumption with tickets",
+    "tls13_resumption": "Session resumption with TLS 1.3 tickets (PSK)",
 }
 
 

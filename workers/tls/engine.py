@@ -32,7 +32,7 @@ from tlsaudit.domain.scanfacts import (
 from tlsaudit.domain.services import HTTPS, Service, service_named
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, outcomes, probes, revocation, tls13
+from workers.tls import aia, clients, outcomes, probes, resumption, revocation, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -46,6 +46,7 @@ from workers.tls.errors import (
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
+from workers.tls.resumption import ResumptionProbe
 from workers.tls.warmup import filter_sslyze_warnings
 
 log = logging.getLogger(__name__)
@@ -314,6 +315,7 @@ class _SideProbes:
     clients: list
     post_quantum: PostQuantum    # as probed, before knowing whether the server offers TLS 1.3
     preferences: dict = field(default_factory=dict)     # protocol -> PreferenceObservation | None
+    resumption: ResumptionProbe | None = None           # as probed, before knowing the versions offered
 
 
 def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service,
@@ -323,13 +325,19 @@ def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Servi
     while sslyze runs. Each connection takes its slot of the address's gate like sslyze's, so the
     per-IP limit still holds: they fill the slots sslyze's commands leave idle instead of running
     after them (issue #16). `accepted`: protocol -> the suites already enumerated as accepted."""
-    with ThreadPoolExecutor(4, thread_name_prefix="beside") as pool:
+    with ThreadPoolExecutor(5, thread_name_prefix="beside") as pool:
         http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
         simulated = pool.submit(simulate_clients, scan, endpoint)
         hybrid = pool.submit(probe_post_quantum, scan, endpoint)
         picks = pool.submit(observe_preferences, scan, endpoint, accepted or {})
+        resumed = pool.submit(probe_resumption, scan, endpoint)
         return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result(),
-                           preferences=picks.result())
+                           preferences=picks.result(), resumption=resumed.result())
+
+
+def probe_resumption(scan: "_Scan", endpoint: probes.Endpoint) -> ResumptionProbe:
+    with scan.phase("resumption"):
+        return resumption.probe_resumption(endpoint)
 
 
 def observe_preferences(scan: "_Scan", endpoint: probes.Endpoint, accepted: dict[str, list[str]]) -> dict:
@@ -385,8 +393,24 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side:
         facts.preferences = measure_preferences(scan, facts, endpoint, side.preferences)
     facts.alpn, facts.alpn_check, facts.hsts, facts.hsts_check = side.alpn, side.alpn_check, side.hsts, side.hsts_check
     facts.client_simulation = clients.with_limits(side.clients, facts.certificates)
+    if side.resumption is not None:
+        facts.checks.update(resumption_checks(facts, side.resumption))
     facts.post_quantum = interpret_post_quantum(facts, side.post_quantum)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
+
+
+def resumption_checks(facts: ScanFacts, probed: ResumptionProbe) -> dict[str, Check]:
+    """Our ticket resumptions merged with sslyze's (tickets work when either resumed), each check read
+    in the light of the versions the server offers."""
+    tls12_or_less = [v for v in ("TLSv1.0", "TLSv1.1", "TLSv1.2") if facts.supports(v)]
+    only13 = Check(NOT_TESTED, reason="The server only speaks TLS 1.3: it resumes with TLS 1.3 tickets.")
+    return {
+        "session_id_resumption": facts.check("session_id_resumption") if tls12_or_less else only13,
+        "session_ticket_resumption": resumption.merged(probed.ticket, facts.check("session_ticket_resumption"))
+        if tls12_or_less else only13,
+        "tls13_resumption": probed.tls13 if facts.supports("TLSv1.3") else Check(
+            NOT_TESTED, reason="The server does not offer TLS 1.3."),
+    }
 
 
 def interpret_post_quantum(facts: ScanFacts, probed: PostQuantum) -> PostQuantum:

@@ -151,6 +151,8 @@ def named_checks(scan_result) -> dict[str, Check]:
     resumption = scan_result.session_resumption
     checks["session_id_resumption"] = resumption_check(resumption, "session_id")
     checks["session_ticket_resumption"] = resumption_check(resumption, "tls_ticket")
+    # sslyze has no TLS 1.3 resumption test: workers/tls/resumption.py fills it in beside sslyze
+    checks["tls13_resumption"] = Check(NOT_TESTED, reason="TLS 1.3 resumption was not probed.")
     assert set(checks) == set(CHECK_NAMES), "every named check must be filled"
     return checks
 

@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 from tlsaudit.domain.findings.registry import Context, Outcome, fail, ok, rule, untested
-from tlsaudit.domain.scanfacts import NOT_TESTED, OK
+from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK
 from tlsaudit.domain.services import is_http
 
 
 @rule("perf.session_resumption", "info", "Session resumption disabled", "Session resumption works",
-      "Session resumption (session IDs or tickets) lets returning clients skip the expensive part of the "
-      "handshake, saving CPU on the server and a round trip for TLS 1.2 visitors.")
+      "Session resumption (session IDs or tickets, and TLS 1.3's tickets) lets returning clients skip the "
+      "expensive part of the handshake, saving CPU on the server and a round trip for TLS 1.2 visitors.")
 def session_resumption(ctx: Context) -> Outcome:
     ids, tickets = ctx.facts.check("session_id_resumption"), ctx.facts.check("session_ticket_resumption")
-    works = [label for label, c in (("session IDs", ids), ("session tickets", tickets)) if c.status == OK]
+    tls13 = ctx.facts.check("tls13_resumption")
+    mechanisms = (("session IDs", ids), ("session tickets", tickets), ("TLS 1.3 tickets", tls13))
+    works = [label for label, c in mechanisms if c.status == OK]
     if works:
-        return ok("resumption with " + " and ".join(works))
+        fails = [label for label, c in mechanisms if c.status == BAD]
+        return ok(f"resumption with {_listed(works, 'and')}" + (f"; not with {_listed(fails, 'or')}" if fails else ""))
+    if tls13.status == BAD and not ids.tested and not tickets.tested:     # a TLS 1.3-only server
+        return fail(f"TLS 1.3 tickets resumed no session ({tls13.detail})")
     if not ids.tested or not tickets.tested:
         return untested("; ".join(c.reason for c in (ids, tickets) if not c.tested))
-    return fail("neither session IDs nor session tickets resumed a session" + _attempts(ids.detail, tickets.detail))
+    return fail("neither session IDs nor session tickets resumed a session" + _attempts(ids.detail, tickets.detail)
+                + ("; nor TLS 1.3 tickets" if tls13.status == BAD else ""))
+
+
+def _listed(items: list[str], conjunction: str) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {conjunction} {items[-1]}"
 
 
 def _attempts(ids: str, tickets: str) -> str:
