@@ -28,6 +28,7 @@ from tlsaudit.domain.scanfacts import (
     ScanFacts,
     ServerPreference,
     TrustResult,
+    WithoutSni,
 )
 
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
@@ -166,6 +167,7 @@ def make_facts(protocols=("TLSv1.2", "TLSv1.3"), suites=None, cert=None, certs=N
                hsts_max_age: int | None = ONE_YEAR, hsts_valid: bool = True, hsts_tested: bool = True,
                not_tested_protocols=(), preferences=None, trust_use_custom_ca: bool = False,
                host: str = HOST, started_at: datetime = NOW, post_quantum=None, client_simulation=None,
+               without_sni: WithoutSni | None = WithoutSni("same"), client_auth: str | None = "not_required",
                **checks) -> ScanFacts:
     """ScanFacts for `host`, A+ unless told otherwise.
 
@@ -188,6 +190,8 @@ def make_facts(protocols=("TLSv1.2", "TLSv1.3"), suites=None, cert=None, certs=N
         checks=_checks(checks),
         post_quantum=post_quantum,
         client_simulation=client_simulation,
+        without_sni=without_sni,
+        client_auth=client_auth,
     )
 
 

@@ -26,8 +26,8 @@ ALL_CHECKS_UNTESTED = ("heartbleed", "ccs_injection", "robot", "compression", "f
 def blind_server() -> ScanFacts:
     """A scan where nothing could be measured: every rule must say why it did not test."""
     return replace(
-        make_facts(not_tested_protocols=PROTOCOLS, protocols=(), hsts_tested=False,
-                   **{name: NOT_TESTED for name in ALL_CHECKS_UNTESTED}),
+        make_facts(not_tested_protocols=PROTOCOLS, protocols=(), hsts_tested=False, without_sni=None,
+                   client_auth=None, **{name: NOT_TESTED for name in ALL_CHECKS_UNTESTED}),
         suites=[], certificates=[], curves=[], curves_check=Check(NOT_TESTED, reason="not run"),
         alpn=[], alpn_check=Check(NOT_TESTED, reason="not run"))
 

@@ -29,7 +29,7 @@ from tests.domain.factories import (
 )
 from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings
-from tlsaudit.domain.scanfacts import BAD, CRL, PQ_GROUPS, REVOKED, Check, PostQuantum, Revocation, ScanFacts
+from tlsaudit.domain.scanfacts import BAD, CRL, PQ_GROUPS, REVOKED, Check, PostQuantum, Revocation, ScanFacts, WithoutSni
 
 GOLDEN = Path(__file__).parent / "golden" / "findings.txt"
 
@@ -58,7 +58,8 @@ def wrecked_server() -> ScanFacts:
     no_pq = PostQuantum(Check(BAD, detail="Post-quantum key exchange needs TLS 1.3, which the server does not "
                                           "offer."), rejected=PQ_GROUPS)
     return replace(facts, curves=["secp160r1", "secp192r1"], alpn=["http/1.1"], timed_out_suite_tests=40,
-                   post_quantum=no_pq)
+                   post_quantum=no_pq, without_sni=WithoutSni("other", subject="CN=default.example"),
+                   client_auth="required")
 
 
 def servers() -> dict[str, ScanFacts]:

@@ -203,6 +203,18 @@ class ClientHandshake:
     modern: bool = True                 # counts for SSL Labs' "with modern clients" rules (FS, AEAD)
 
 
+@dataclass(frozen=True)
+class WithoutSni:
+    """What a client that sends no SNI gets (workers/tls/sni.py): the same certificate, another one, or
+    no handshake at all."""
+    outcome: str                        # "same" | "other" | "refused"
+    subject: str = ""                   # other: the certificate served without SNI
+    detail: str = ""                    # refused: why, in the TLS library's words
+
+
+CLIENT_AUTH = ("not_required", "optional", "required")
+
+
 @dataclass
 class ScanFacts:
     host: str                       # ASCII (punycode) hostname, used for SNI and matching
@@ -233,6 +245,8 @@ class ScanFacts:
     errors: dict[str, str] = field(default_factory=dict)
     # cipher tests counted as "rejected" only because the handshake timed out (sslyze pitfall)
     timed_out_suite_tests: int = 0
+    without_sni: WithoutSni | None = None     # None = not probed (audits before #28)
+    client_auth: str | None = None            # one of CLIENT_AUTH, as sslyze's connectivity test saw; None = unknown
 
     def supports(self, protocol: str) -> bool:
         c = self.protocols.get(protocol)
@@ -335,6 +349,7 @@ def _decode_facts(data: dict) -> ScanFacts:
     d["post_quantum"] = _post_quantum(d.get("post_quantum"))
     sims = d.get("client_simulation")
     d["client_simulation"] = None if sims is None else [ClientHandshake(**c) for c in sims]
+    d["without_sni"] = WithoutSni(**d["without_sni"]) if d.get("without_sni") else None
     return ScanFacts(**d)
 
 

@@ -32,7 +32,7 @@ from tlsaudit.domain.scanfacts import (
 from tlsaudit.domain.services import HTTPS, Service, service_named
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, outcomes, probes, resumption, revocation, tls13
+from workers.tls import aia, clients, outcomes, probes, resumption, revocation, sni, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -269,6 +269,7 @@ def build_facts(scan: "_Scan", target: ResolvedTarget, result, started_at: datet
             errors=scheduled_errors(scan_result),
             timed_out_suite_tests=convert.count_timed_out_suite_tests(scan_result),
             service=(service or service_named(HTTPS)).scheme,
+            client_auth=convert.client_auth(result),
         )
 
 
@@ -316,6 +317,7 @@ class _SideProbes:
     post_quantum: PostQuantum    # as probed, before knowing whether the server offers TLS 1.3
     preferences: dict = field(default_factory=dict)     # protocol -> PreferenceObservation | None
     resumption: ResumptionProbe | None = None           # as probed, before knowing the versions offered
+    no_sni: tuple[str, str] | str | None = None         # the leaf served without SNI, or why none was
 
 
 def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Service,
@@ -325,14 +327,24 @@ def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Servi
     while sslyze runs. Each connection takes its slot of the address's gate like sslyze's, so the
     per-IP limit still holds: they fill the slots sslyze's commands leave idle instead of running
     after them (issue #16). `accepted`: protocol -> the suites already enumerated as accepted."""
-    with ThreadPoolExecutor(5, thread_name_prefix="beside") as pool:
+    with ThreadPoolExecutor(6, thread_name_prefix="beside") as pool:
         http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
         simulated = pool.submit(simulate_clients, scan, endpoint)
         hybrid = pool.submit(probe_post_quantum, scan, endpoint)
         picks = pool.submit(observe_preferences, scan, endpoint, accepted or {})
         resumed = pool.submit(probe_resumption, scan, endpoint)
+        no_sni = pool.submit(probe_without_sni, scan, endpoint)
         return _SideProbes(*http.result(), clients=simulated.result(), post_quantum=hybrid.result(),
-                           preferences=picks.result(), resumption=resumed.result())
+                           preferences=picks.result(), resumption=resumed.result(), no_sni=no_sni.result())
+
+
+def probe_without_sni(scan: "_Scan", endpoint: probes.Endpoint) -> tuple[str, str] | str | None:
+    """None when the connection itself failed: that says nothing about SNI."""
+    with scan.phase("sni"):
+        try:
+            return sni.leaf_without_sni(endpoint)
+        except OSError:
+            return None
 
 
 def probe_resumption(scan: "_Scan", endpoint: probes.Endpoint) -> ResumptionProbe:
@@ -395,6 +407,7 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side:
     facts.client_simulation = clients.with_limits(side.clients, facts.certificates)
     if side.resumption is not None:
         facts.checks.update(resumption_checks(facts, side.resumption))
+    facts.without_sni = sni.without_sni(side.no_sni, facts.certificates)
     facts.post_quantum = interpret_post_quantum(facts, side.post_quantum)
     scan.report("post_quantum", DONE if facts.post_quantum.check.tested else ERROR)
 

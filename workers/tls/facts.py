@@ -188,3 +188,11 @@ def resumption_check(attempt, prefix: str) -> Check:
         return Check(NOT_TESTED, reason="The server only speaks TLS 1.3, which resumes sessions differently.",
                      value=verdict)
     return Check(OK if done > 0 else BAD, detail=detail, value=verdict)
+
+
+def client_auth(server_scan_result) -> str | None:
+    """Whether the server asks for a client certificate, as sslyze's connectivity test saw it."""
+    probing = getattr(server_scan_result, "connectivity_result", None)
+    requirement = getattr(probing, "client_auth_requirement", None)
+    return {"DISABLED": "not_required", "OPTIONAL": "optional", "REQUIRED": "required"}.get(
+        getattr(requirement, "name", ""))
