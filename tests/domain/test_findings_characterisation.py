@@ -29,7 +29,17 @@ from tests.domain.factories import (
 )
 from tests.domain.finding_rows import blind_server
 from tlsaudit.domain.findings import RULES, derive_findings
-from tlsaudit.domain.scanfacts import BAD, CRL, PQ_GROUPS, REVOKED, Check, PostQuantum, Revocation, ScanFacts, WithoutSni
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    CRL,
+    PQ_GROUPS,
+    REVOKED,
+    Check,
+    PostQuantum,
+    Revocation,
+    ScanFacts,
+    WithoutSni,
+)
 
 GOLDEN = Path(__file__).parent / "golden" / "findings.txt"
 
