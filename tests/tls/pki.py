@@ -11,7 +11,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 
@@ -31,7 +31,9 @@ class Issued:
 
 
 def make_key(kind: str = "ec256"):
-    """kind: rsa1024, rsa2048, ec256, ec384."""
+    """kind: rsa1024, rsa2048, ec256, ec384, ed25519."""
+    if kind == "ed25519":
+        return ed25519.Ed25519PrivateKey.generate()
     if kind.startswith("rsa"):
         return rsa.generate_private_key(public_exponent=65537, key_size=int(kind[3:]))
     curves = {"ec256": ec.SECP256R1(), "ec384": ec.SECP384R1()}

@@ -27,12 +27,13 @@ TLS 1.3 is left to sslyze: 5 suites, negotiated through an extension of their ow
 
 from __future__ import annotations
 
+import functools
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from operator import attrgetter
 
-from nassl.ssl_client import ClientCertificateRequested
+from nassl.ssl_client import ClientCertificateRequested, OpenSslVerifyEnum, OpenSslVersionEnum, SslClient
 from sslyze.connection_helpers.tls_connection import NoCiphersAvailableBugInSSlyze
 from sslyze.errors import ServerRejectedTlsHandshake, ServerTlsConfigurationNotSupported
 from sslyze.plugins.openssl_cipher_suites._test_cipher_suite import (
@@ -127,6 +128,8 @@ def enumerate_version(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, ve
         futures += [pool.submit(enumerate_slice, info, version, legacy, names) for legacy, names in plan[head:]]
     try:
         found = [future.result() for future in futures]
+        if version is TlsVersionEnum.TLS_1_2:
+            found += modern_reoffers(pool, info, found)
         if not any(s.accepted for s in found) and negotiated(info) is version:
             raise Unclear("every offer refused, yet sslyze's connectivity test negotiated this version")
         if any(s.accepted for s in found) and (dropped := [s for s in found if s.rest and s.refusal in DROPPED]):
@@ -162,6 +165,34 @@ def offers(version: TlsVersionEnum) -> list[tuple[bool, list[str]]]:
     legacy = [name for name in names if WorkaroundForTls12ForCipherSuites.requires_legacy_openssl(name)]
     modern = [name for name in names if name not in legacy]
     return [(is_legacy, chunk) for is_legacy, group in ((True, legacy), (False, modern)) for chunk in chunks(group)]
+
+
+def modern_reoffers(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, found: list[Slice]) -> list[Slice]:
+    """The signed (EC)DHE suites the legacy build offered in vain at TLS 1.2, offered again by the modern
+    build. sslyze offers a TLS 1.2 suite through the legacy OpenSSL 1.0.2 whenever that build has it,
+    and 1.0.2 offers neither Ed25519/Ed448 nor RSA-PSS signatures nor X25519: a server with such a key
+    (or only that group) refuses it, and its TLS 1.2 looked refused though `openssl s_client -tls1_2`
+    and browsers negotiate it. A re-offer can only add suites (the server completed a handshake with
+    each), so its refusals are not confirmed, and an unclear answer just adds nothing."""
+    names = [name for s in found if s.legacy for name in s.rest if name in modern_tls12_suites()
+             and name.startswith(("ECDHE-", "DHE-"))]
+    slices = [pool.submit(enumerate_slice, info, TlsVersionEnum.TLS_1_2, False, chunk) for chunk in chunks(names)]
+    return [reoffer for future in slices if (reoffer := settled_reoffer(future)) is not None]
+
+
+def settled_reoffer(future) -> Slice | None:
+    try:
+        found = future.result()
+    except Unclear:
+        return None
+    return Slice(False, found.names, found.accepted, [], "") if found.accepted else None
+
+
+@functools.cache
+def modern_tls12_suites() -> frozenset[str]:
+    client = SslClient(ssl_version=OpenSslVersionEnum.TLSV1_2, ssl_verify=OpenSslVerifyEnum.NONE)
+    client.set_cipher_list("ALL:COMPLEMENTOFALL")
+    return frozenset(client.get_cipher_list())
 
 
 def chunks(names: list[str], size: int = OFFER_SIZE) -> list[list[str]]:
