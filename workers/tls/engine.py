@@ -32,7 +32,7 @@ from tlsaudit.domain.scanfacts import (
 from tlsaudit.domain.services import HTTPS, Service, service_named
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, outcomes, probes, resumption, revocation, sni, tls13
+from workers.tls import aia, clients, hello_preference, outcomes, probes, resumption, revocation, sni, tls13
 from workers.tls import facts as convert
 from workers.tls import reach as preflight
 from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
@@ -465,6 +465,9 @@ def measure_preference(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoin
     elif protocol == "TLSv1.3":     # Python's ssl cannot pick TLS 1.3 suites: our own ClientHello can
         preference = (tls13.tls13_preference_observed(observation, accepted)
                       or tls13.probe_tls13_preference(endpoint, accepted))
+    elif len(accepted) >= 2 and probes.split_offerable(protocol, accepted)[1]:
+        # some accepted suites Python's OpenSSL cannot offer (RC4...): our own ClientHello offers them all
+        preference = hello_preference.probe_preference_by_hello(endpoint, protocol, accepted)
     else:
         preference = (probes.preference_observed(observation, protocol, accepted)
                       or probes.probe_preference(endpoint, protocol, accepted))

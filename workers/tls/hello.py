@@ -201,7 +201,8 @@ def client_hello(host: str, spec: ClientHelloSpec) -> bytes:
             _extension(_EXT_PSK_MODES, _u8(b"\x01")),
             _extension(_EXT_KEY_SHARE, _u16(shares)),
         ]
-    body = (b"\x03\x03" + os.urandom(32) + _u8(os.urandom(32)) + _u16(_u16_list(spec.suites))
+    legacy_version = min(max(spec.versions), 0x0303)     # TLS 1.3 says 1.2 here; 1.0-1.2 say themselves
+    body = (struct.pack("!H", legacy_version) + os.urandom(32) + _u8(os.urandom(32)) + _u16(_u16_list(spec.suites))
             + _u8(b"\x00") + _u16(b"".join(extensions)))
     handshake = b"\x01" + struct.pack("!I", len(body))[1:] + body
     return b"\x16\x03\x01" + _u16(handshake)
