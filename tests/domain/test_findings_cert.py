@@ -8,7 +8,18 @@ from datetime import timedelta
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert
 from tests.domain.finding_rows import Row, finding, table_tests, with_deployment
 from tlsaudit.domain.findings import derive_findings
-from tlsaudit.domain.scanfacts import BAD, CRL, GOOD, NOT_TESTED, OCSP_RESPONDER, REVOKED, UNKNOWN, Check, Revocation
+from tlsaudit.domain.scanfacts import (
+    BAD,
+    CRL,
+    GOOD,
+    NOT_TESTED,
+    OCSP_RESPONDER,
+    REVOKED,
+    UNKNOWN,
+    Check,
+    Revocation,
+    TrustResult,
+)
 
 ROWS = [
     Row("cert.expired", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=400),
@@ -39,6 +50,18 @@ ROWS = [
         "an intermediate for CN=Test Intermediate CA"),
     Row("cert.chain_order", with_deployment(chain_in_order=False), "fail", "low", "CN=localhost -> CN=Test"),
     Row("cert.chain_anchor", with_deployment(chain_has_anchor=True), "fail", "info", "root sent"),
+    # #28 item 1: a weak intermediate is its own finding; the chain is trusted as browsers judge it
+    Row("cert.weak_intermediate", make_facts(cert=deployment(chain=(rsa_cert(), ca_cert(bits=1024)))),
+        "fail", "high", "CN=Test Intermediate CA,O=TLS Audit Tests has a 1024-bit RSA key"),
+    Row("cert.weak_intermediate", make_facts(cert=replace(
+        deployment(chain=(rsa_cert(), ca_cert(bits=1024)), trusted=False, custom_ca=True),
+        trust=(TrustResult("Custom CA", True, weak_key_only=True),)), trust_use_custom_ca=True),
+        "fail", "high", "(browsers accept the chain; OpenSSL clients at security level 2 refuse it)"),
+    Row("cert.weak_intermediate", make_facts(), "pass", "high", "every intermediate key"),
+    Row("cert.untrusted", make_facts(cert=replace(deployment(chain=(rsa_cert(), ca_cert(bits=1024))),
+                                                  trust=(TrustResult("Custom CA", True, weak_key_only=True),)),
+                                     trust_use_custom_ca=True),
+        "pass", "critical", "trusted by Custom CA as browsers judge it"),
     # #28 item 7: an unrelated certificate is its own finding, not "out of order"
     Row("cert.chain_extra", with_deployment(chain_extra=("CN=Unrelated CA",)), "fail", "low",
         "1 extra: CN=Unrelated CA"),

@@ -83,7 +83,7 @@ def servers() -> dict[str, ScanFacts]:
         "TLS 1.3 only, ECDSA, 0-RTT, HSTS preloaded, long-lived pre-2020 certificate": make_facts(
             protocols=("TLSv1.3",), early_data=BAD, hsts_max_age=0,
             cert=deployment(ec_cert(not_before=NOW - timedelta(days=2500)),
-                            chain=(ec_cert(not_before=NOW - timedelta(days=2500)), ca_cert(signature_hash="sha1")))),
+                            chain=(ec_cert(not_before=NOW - timedelta(days=2500)), ca_cert(signature_hash="sha1", bits=1024)))),
         "some suites without forward secrecy, server order enforced, no HSTS, certificate not yet valid": make_facts(
             suites=suites_for(("TLSv1.2", "TLSv1.3")) + [suite("TLS_RSA_WITH_AES_128_CBC_SHA")],
             preferences=[preference("TLSv1.2", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")], robot=BAD,

@@ -19,7 +19,12 @@ from datetime import timedelta
 
 from tlsaudit.domain.ciphers import classify
 from tlsaudit.domain.findings import Finding, derive_findings, is_trusted
-from tlsaudit.domain.findings.cert import LIFETIME_RULE_START, MAX_CERT_LIFETIME_DAYS, anchored_publicly
+from tlsaudit.domain.findings.cert import (
+    LIFETIME_RULE_START,
+    MAX_CERT_LIFETIME_DAYS,
+    anchored_publicly,
+    weak_intermediates,
+)
 from tlsaudit.domain.findings.registry import aware
 from tlsaudit.domain.grading import GradeResult, grade
 from tlsaudit.domain.mozilla import Profile, get_profile, normalise_curve
@@ -319,6 +324,9 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
         problems.append("its RSA key uses exponent 1")
     if leaf.key_type == "EC" and leaf.key_bits < 256:
         problems.append(f"its EC key has only {leaf.key_bits} bits")
+    for weak in weak_intermediates(dep):
+        problems.append(f"its intermediate {weak.subject} has a {weak.key_bits}-bit {weak.key_type} key, which "
+                        "OpenSSL clients refuse")
     if _lifetime_rejected(dep):
         problems.append(f"it is valid for {(leaf.not_after - leaf.not_before).days} days, more than the "
                         f"{MAX_CERT_LIFETIME_DAYS} browsers accept from a public CA")
@@ -352,7 +360,7 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
                "cert.rsa_exponent_1", "cert.ec_weak", "trust.expired", "trust.not_yet_valid",
                "trust.hostname_mismatch", "trust.untrusted", "trust.self_signed", "trust.sha1",
                "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1", "cert.revoked", "trust.revoked",
-               "cert.lifetime"))
+               "cert.lifetime", "cert.weak_intermediate"))
 
 
 def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:

@@ -90,6 +90,9 @@ class TrustResult:
     trusted: bool                   # the chain, whatever the host name (that is hostname_matches)
     error: str = ""                 # why the store refused, in words (trustwords; older audits: sslyze's text)
     dates_only: bool = False        # refused only for the dates: the chain verifies at a time inside them
+    # trusted as browsers judge it, though cryptography (and OpenSSL at security level 2) refuse a key of the
+    # chain as too weak: the chain is signed right, in its dates, up to this store's root (workers/tls/certs.py)
+    weak_key_only: bool = False
 
     @property
     def chain_trusted(self) -> bool:

@@ -148,6 +148,9 @@ def _trusted_words(dep: CertificateDeployment, facts: ScanFacts) -> str:
     if dated:
         text += " apart from its validity dates (see “Certificate expired”)" if len(dated) == len(trusted) else (
             f" ({', '.join(dated)}: apart from its validity dates)")
+    if any(t.weak_key_only for t in dep.trust):
+        text += (" as browsers judge it (OpenSSL clients at security level 2 refuse its weak key: see “Weak key "
+                 "in the certificate chain”)")
     if others:
         text += f"; not by {', '.join(others)}"
         if facts.trust_use_custom_ca and "Custom CA" in trusted:
@@ -184,6 +187,27 @@ def cert_chain_order(ctx: Context, dep: CertificateDeployment) -> Outcome:
     if dep.chain_in_order:
         return ok("leaf first, then each issuer")
     return fail("sent as " + " -> ".join(c.subject for c in dep.chain))
+
+
+@rule("cert.weak_intermediate", "high", "Weak key in the certificate chain", "Every intermediate key is strong",
+      "An intermediate certificate has an RSA key under 2048 bits (or an EC key under 224). Browsers still "
+      "accept the chain, but OpenSSL clients at their default security level (curl, Python, many API "
+      "clients on current Linux distributions) refuse it, and such a key can be factored by a determined "
+      "attacker. The grade scores the server's own key; ask the CA for a chain whose keys are 2048 bits or "
+      "more.", over=each_deployment)
+def cert_weak_intermediate(ctx: Context, dep: CertificateDeployment) -> Outcome:
+    weak = weak_intermediates(dep)
+    if not weak:
+        return ok("every intermediate key is 2048-bit RSA (or 224-bit EC) or more")
+    refused = " (browsers accept the chain; OpenSSL clients at security level 2 refuse it)" if any(
+        t.weak_key_only for t in dep.trust) else ""
+    return fail("; ".join(f"{c.subject} has a {c.key_bits}-bit {c.key_type} key" for c in weak) + refused)
+
+
+def weak_intermediates(dep: CertificateDeployment) -> list[Certificate]:
+    """The sent CA certificates (a self-signed root aside: clients use their own copy) with short keys."""
+    return [c for c in dep.chain[1:] if not c.self_signed and
+            ((c.key_type == "RSA" and c.key_bits < 2048) or (c.key_type == "EC" and c.key_bits < 224))]
 
 
 @rule("cert.chain_extra", "low", "Certificate chain contains extra certificates",
