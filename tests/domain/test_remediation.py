@@ -76,6 +76,33 @@ def test_a_tls10_11_only_site_is_predicted_the_tls13_its_protocols_line_turns_on
     assert {"proto.tls13_missing", "warn.no_tls13", "proto.tls12_missing"} <= set(rec.fixes)
 
 
+def test_enabling_tls13_drops_the_client_simulation_that_no_longer_says_what_clients_get():
+    """A rescan found the no-forward-secrecy cap gone: Chromium and the others negotiate TLS 1.3 then."""
+    from tlsaudit.domain.scanfacts import ClientHandshake
+
+    chromium = ClientHandshake("chromium", "Chromium", protocol="TLSv1.2", suite="TLS_RSA_WITH_AES_128_GCM_SHA256")
+    facts = make_facts(protocols=("TLSv1.2",), suites=["TLS_RSA_WITH_AES_128_GCM_SHA256",
+                                                       "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"],
+                       client_simulation=[chromium])
+    assert "cap.no_forward_secrecy" in {c.rule_id for c in grade(facts).caps}
+    rec = by_id(recommend(facts))["proto.enable_tls13"]
+    assert rec.apply(facts).client_simulation is None and rec.predicted_grade == "A+"   # HSTS set
+
+
+def test_a_suite_change_that_needs_tls12_says_the_protocols_line_that_turns_it_on():
+    """A TLS 1.0/1.1-only server trimmed to the profile's AEAD suites has none left on its versions: the
+    change must say to allow TLS 1.2 and 1.3 too (a rescan of the change as written found no suite)."""
+    facts = make_facts(protocols=("TLSv1.0", "TLSv1.1"), suites=[
+        suite("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", p) for p in ("TLSv1.0", "TLSv1.1")])
+    rec = by_id(recommend(facts))["cipher.match_profile"]
+    assert ("The remaining suites need TLS 1.2 and TLS 1.3, which the server does not offer now: allow them in "
+            "the same change (nginx: ssl_protocols TLSv1.2 TLSv1.3; Apache: SSLProtocol -all +TLSv1.2 +TLSv1.3).") \
+        in rec.change
+    assert [v for v in ALL_TLS if rec.apply(facts).supports(v)] == ["TLSv1.2", "TLSv1.3"]
+    kept = make_facts(protocols=("TLSv1.2",), suites=["TLS_RSA_WITH_AES_128_GCM_SHA256"])
+    assert "ssl_protocols" not in by_id(recommend(kept))["cipher.forward_secrecy"].change
+
+
 def test_the_protocols_line_turns_on_no_version_the_scan_could_not_test():
     facts = make_facts(protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2"), not_tested_protocols=("TLSv1.3",))
     rec = by_id(recommend(facts))["proto.disable_legacy"]

@@ -330,21 +330,23 @@ def port_is_open(port: int) -> bool:
 
 
 class TlsLab:
-    """A running nginx serving every fixture; see the module docstring."""
+    """A running nginx serving every fixture (or the `specs` it was started with); see the module docstring."""
 
-    def __init__(self, run_dir: Path, pki: TestPki, ports: dict[str, tuple[int, int]], process: subprocess.Popen):
+    def __init__(self, run_dir: Path, pki: TestPki, ports: dict[str, tuple[int, int]], process: subprocess.Popen,
+                 specs: dict[str, ServerSpec] | None = None):
         self.directory = run_dir
         self.pki = pki
         self.ca_file = pki.ca_file
         self.error_log = run_dir / "error.log"
         self.process = process
         self._ports = ports
+        self.specs = FIXTURES if specs is None else specs
 
     def names(self, role: str | None = None) -> list[str]:
-        return [n for n, s in FIXTURES.items() if role is None or s.role == role]
+        return [n for n, s in self.specs.items() if role is None or s.role == role]
 
     def spec(self, name: str) -> ServerSpec:
-        return FIXTURES[name]
+        return self.specs[name]
 
     def port(self, name: str) -> int:
         return self._ports[name][0]
@@ -395,10 +397,12 @@ class TlsLab:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def write_config(run_dir: Path, pki: TestPki, ports: dict[str, tuple[int, int]], workers: int) -> Path:
+def write_config(run_dir: Path, pki: TestPki, ports: dict[str, tuple[int, int]], workers: int,
+                 specs: dict[str, ServerSpec] | None = None) -> Path:
+    """One server pair per entry of `specs` (default: FIXTURES), keyed like `ports`."""
     dh_files = {g: write_dh_params(run_dir / "pki", g) for g in ("dh1024", "dh2048")}
     blocks = []
-    for name, spec in FIXTURES.items():
+    for name, spec in (FIXTURES if specs is None else specs).items():
         port, http_port = ports[name]
         leaf = issue_leaf_for(pki, spec, aia_url=f"http://{IP}:{http_port}/ca/intermediate.der")
         blocks.append(server_blocks(spec, port, http_port, tls_directives(spec, leaf, dh_files), run_dir))
@@ -456,12 +460,16 @@ def die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def start_lab(directory: Path | None = None, workers: int = 1, attempts: int = 3) -> TlsLab:
+def start_lab(directory: Path | None = None, workers: int = 1, attempts: int = 3,
+              specs: dict[str, ServerSpec] | None = None) -> TlsLab:
     """Generate the PKI, write one nginx.conf, start nginx and wait until every port accepts.
 
+    `specs` (name -> ServerSpec, each `spec.name` unique: it names the leaf and log files) serves
+    those servers instead of FIXTURES, e.g. changed copies of fixtures.
     Ports are picked free by the kernel; if another process grabs one before nginx binds it,
     nginx exits and we retry with fresh ports.
     """
+    specs = FIXTURES if specs is None else specs
     # 0755: when run as root, nginx workers run as "nobody" and must reach the AIA file.
     run_dir = Path(directory or tempfile.mkdtemp(prefix="tls-lab-"))
     (run_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -469,14 +477,14 @@ def start_lab(directory: Path | None = None, workers: int = 1, attempts: int = 3
     pki = TestPki(run_dir / "pki")
     (run_dir / "pki").chmod(0o755)
     for attempt in range(1, attempts + 1):
-        flat = free_ports(2 * len(FIXTURES))
-        ports = {name: (flat[2 * i], flat[2 * i + 1]) for i, name in enumerate(FIXTURES)}
-        conf = write_config(run_dir, pki, ports, workers)
+        flat = free_ports(2 * len(specs))
+        ports = {name: (flat[2 * i], flat[2 * i + 1]) for i, name in enumerate(specs)}
+        conf = write_config(run_dir, pki, ports, workers, specs)
         log_from = log_size(run_dir / "error.log")
         process = launch_nginx(run_dir, conf)
         try:
             wait_for_ports(process, flat, run_dir / "error.log", timeout=10, log_from=log_from)
-            return TlsLab(run_dir, pki, ports, process)
+            return TlsLab(run_dir, pki, ports, process, specs)
         except RuntimeError:
             process.kill()
             process.wait()
@@ -522,7 +530,7 @@ def lab_summary(lab: TlsLab) -> str:
     """One line per fixture, for humans running the lab by hand."""
     return "\n".join(
         f"{name:26} https {lab.port(name):5} http {lab.http_port(name):5}  {s.grade:2}  {s.why}"
-        for name, s in FIXTURES.items()
+        for name, s in lab.specs.items()
     )
 
 

@@ -137,7 +137,9 @@ class _Draft:
 
 
 def _finish(ctx: _Context, d: _Draft) -> Recommendation:
-    after = _safe_grade(d.transform(ctx.facts))
+    changed = d.transform(ctx.facts)
+    after = _safe_grade(changed)
+    d = dataclasses.replace(d, change=d.change + _protocols_line(ctx.facts, changed, d))
     # The why already says what is wrong: the grade's reasons and the findings' titles name what goes
     # away (the findings' evidence would say the why a third time).
     reasons = ctx.caps(*d.fixes) + [f.title for f in ctx.failed(*d.fixes)]
@@ -145,6 +147,20 @@ def _finish(ctx: _Context, d: _Draft) -> Recommendation:
     return Recommendation(id=d.id, title=d.title, why=why, change=d.change, kind=d.kind,
                           impact=_impact(ctx, d, after), predicted_grade=after.grade if after else None,
                           fixes=d.fixes, transform=d.transform)
+
+
+def _protocols_line(before: ScanFacts, after: ScanFacts, d: _Draft) -> str:
+    """A suite change that leaves a TLS 1.0/1.1-only server nothing it may keep turns TLS 1.2 (and 1.3)
+    on in the prediction: the owner must be told the line that does it, or the change takes the site down
+    (a rescan of such a server found no suite at all). Protocol recommendations say their own line."""
+    turned_on = [v for v in ("TLSv1.2", "TLSv1.3") if after.supports(v) and not before.supports(v)]
+    if not turned_on or d.id.startswith("proto."):
+        return ""
+    names = " ".join(v for v in ("TLSv1.2", "TLSv1.3") if after.supports(v))
+    apache = " ".join(f"+{v}" for v in names.split())
+    return (f" The remaining suites need {' and '.join(v.replace('v', ' ') for v in turned_on)}, which the server "
+            f"does not offer now: allow them in the same change (nginx: ssl_protocols {names}; Apache: "
+            f"SSLProtocol -all {apache}).")
 
 
 def _impact(ctx: _Context, d: _Draft, after: GradeResult | None) -> str:
@@ -190,7 +206,7 @@ def _disable_protocols(facts: ScanFacts, protocols: tuple[str, ...], profile: Pr
             f.protocols[p] = Check(BAD, detail=f"disabled ({PREDICTED})")
     f.suites = [s for s in f.suites if s.protocol not in protocols]
     f.preferences = {p: v for p, v in f.preferences.items() if p not in protocols}
-    return _ensure_modern_protocol(f, profile)
+    return _ensure_modern_protocol(f, profile, _had_modern(facts))
 
 
 def _drop_suites(facts: ScanFacts, drop: Callable[[CipherSuite], bool], profile: Profile) -> ScanFacts:
@@ -202,13 +218,23 @@ def _drop_suites(facts: ScanFacts, drop: Callable[[CipherSuite], bool], profile:
             f.protocols[p] = Check(BAD, detail=f"no suite left ({PREDICTED})")
     f.preferences = {p: dataclasses.replace(v, order=tuple(n for n in v.order if n in {s.name for s in f.suites}))
                      for p, v in f.preferences.items()}
-    return _ensure_modern_protocol(f, profile)
+    return _ensure_modern_protocol(f, profile, _had_modern(facts))
 
 
-def _ensure_modern_protocol(f: ScanFacts, profile: Profile) -> ScanFacts:
+def _ensure_modern_protocol(f: ScanFacts, profile: Profile, had_modern: bool = True) -> ScanFacts:
+    """A server left with no version keeps TLS 1.2 with the profile's suites. One that never had TLS 1.2
+    or 1.3 needs the protocols line that turns TLS 1.2 on, which names TLS 1.3 as well (see
+    _protocols_line): both come on where the scan could test them."""
     if f.supports("TLSv1.2") or f.supports("TLSv1.3"):
         return f
-    return _add_tls12_suites(f, profile)
+    f = _add_tls12_suites(f, profile)
+    if had_modern or "TLSv1.3" not in profile.tls_versions or not f.protocol_tested("TLSv1.3"):
+        return f
+    return _enable_tls13(f, profile)
+
+
+def _had_modern(facts: ScanFacts) -> bool:
+    return facts.supports("TLSv1.2") or facts.supports("TLSv1.3")
 
 
 def _ecdhe_aead_suites(profile: Profile) -> list[tuple[str, str]]:
@@ -235,6 +261,9 @@ def _add_tls12_suites(facts: ScanFacts, profile: Profile) -> ScanFacts:
 def _enable_tls13(facts: ScanFacts, profile: Profile) -> ScanFacts:
     f = _copy(facts)
     f.protocols["TLSv1.3"] = Check(OK, detail=PREDICTED)
+    # Every modern client would then negotiate TLS 1.3: what they got before no longer says what they get
+    # (a rescan found the forward-secrecy and AEAD caps gone that the old simulation kept).
+    f.client_simulation = None
     have = {s.name for s in f.suites_for("TLSv1.3")}
     for name in profile.ciphersuites:
         if name not in have:
@@ -781,7 +810,8 @@ def _rec_http2(ctx: _Context) -> _Draft | None:
     return _Draft(
         id="perf.http2", title="Enable HTTP/2",
         why="Without HTTP/2 browsers open several connections and queue requests on each.",
-        change="Offer h2 via ALPN (nginx: http2 on; Apache: Protocols h2 http/1.1; HAProxy: alpn h2,http/1.1).",
+        change=("Offer h2 via ALPN (nginx 1.25.1 or later: http2 on; older nginx, such as Debian 12's 1.22: "
+                "listen 443 ssl http2; Apache: Protocols h2 http/1.1; HAProxy: alpn h2,http/1.1)."),
         impact="Many requests share one connection: faster pages with many assets.",
         transform=fix, fixes=("perf.http2",), kind="performance")
 
