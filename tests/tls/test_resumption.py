@@ -2,7 +2,7 @@
 asserted against what `openssl s_client -sess_out/-sess_in` does with the same server.
 
 sslyze's test reported no ticket resumption on Go's crypto/tls servers and never tests TLS 1.3; our
-probe (workers/tls/resumption.py) resumes as a client does, and a mechanism works when either resumed."""
+probe (workers/tls/resumption.py), which replaces it, resumes as a client does."""
 
 import subprocess
 
@@ -30,10 +30,10 @@ def s_client_resumes(port: int, version: str, tmp_path, tickets: bool = True) ->
     return "Reused, TLSv1." in run("-sess_in", str(session))
 
 
-def statuses(port: int) -> tuple[str, str]:
-    """Our probe's (TLS 1.2 ticket, TLS 1.3 ticket); session IDs are sslyze's test."""
+def statuses(port: int) -> tuple[str, str, str]:
+    """Our probe's (session ID, TLS 1.2 ticket, TLS 1.3 ticket)."""
     probed = probe_resumption(Endpoint("localhost", "127.0.0.1", port, 3.0))
-    return probed.ticket.status, probed.tls13.status
+    return probed.session_id.status, probed.ticket.status, probed.tls13.status
 
 
 def test_a_go_server_resumes_by_ticket_and_psk_but_keeps_no_session_id_cache(go_tls_server, test_pki, tmp_path):
@@ -41,7 +41,7 @@ def test_a_go_server_resumes_by_ticket_and_psk_but_keeps_no_session_id_cache(go_
     real = (s_client_resumes(port, "-tls1_2", tmp_path, tickets=False), s_client_resumes(port, "-tls1_2", tmp_path),
             s_client_resumes(port, "-tls1_3", tmp_path))
     assert real == (False, True, True)
-    assert statuses(port) == (OK, OK)
+    assert statuses(port) == (BAD, OK, OK)
     outcome = run_scan("localhost", port, ip="127.0.0.1", allow_private=True, network_timeout=2,
                        ca_file=str(test_pki.root_file))
     checks = outcome.facts.checks
@@ -61,7 +61,7 @@ def test_nginx_resumes_exactly_as_s_client_finds(tls_lab, tmp_path, server, expe
     real = (s_client_resumes(port, "-tls1_2", tmp_path, tickets=False), s_client_resumes(port, "-tls1_2", tmp_path),
             s_client_resumes(port, "-tls1_3", tmp_path))
     assert real == tuple(status == OK for status in expected)
-    assert statuses(port) == expected[1:]
+    assert statuses(port) == expected
     outcome = run_scan("localhost", port, ip="127.0.0.1", allow_private=True, network_timeout=2,
                        ca_file=str(tls_lab.ca_file))
     checks = outcome.facts.checks

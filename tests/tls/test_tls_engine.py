@@ -14,7 +14,7 @@ SSLYZE_COMMANDS = {
     "certificate_info", "ssl_2_0_cipher_suites", "ssl_3_0_cipher_suites", "tls_1_0_cipher_suites",
     "tls_1_1_cipher_suites", "tls_1_2_cipher_suites", "tls_1_3_cipher_suites", "tls_compression",
     "tls_1_3_early_data", "openssl_ccs_injection", "tls_fallback_scsv", "heartbleed", "robot",
-    "session_renegotiation", "session_resumption", "elliptic_curves", "http_headers", "tls_extended_master_secret",
+    "session_renegotiation", "elliptic_curves", "http_headers", "tls_extended_master_secret",
 }
 
 
@@ -103,7 +103,7 @@ def test_probes_add_preference_alpn_and_hsts(modern_scan):
 def test_progress_is_reported_per_phase_and_per_sslyze_command(modern_scan):
     events = modern_scan[1]
     done = {name for name, status in events if status == "done"}
-    assert {"resolve", "connectivity", "sslyze", "preference", "alpn", "hsts", "mozilla"} <= done
+    assert {"resolve", "connectivity", "sslyze", "preference", "alpn", "hsts", "resumption", "sni", "mozilla"} <= done
     assert SSLYZE_COMMANDS <= done
     assert events[0] == ("resolve", "started") and events[-1] == ("mozilla", "done")
 

@@ -413,14 +413,13 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side:
 
 
 def resumption_checks(facts: ScanFacts, probed: ResumptionProbe) -> dict[str, Check]:
-    """Our ticket resumptions merged with sslyze's (tickets work when either resumed), each check read
-    in the light of the versions the server offers."""
-    tls12_or_less = [v for v in ("TLSv1.0", "TLSv1.1", "TLSv1.2") if facts.supports(v)]
+    """Our resumption probe (sslyze's session-resumption command is not run), each check read in the
+    light of the versions the server offers."""
+    tls12_or_less = any(facts.supports(v) for v in ("TLSv1.0", "TLSv1.1", "TLSv1.2"))
     only13 = Check(NOT_TESTED, reason="The server only speaks TLS 1.3: it resumes with TLS 1.3 tickets.")
     return {
-        "session_id_resumption": facts.check("session_id_resumption") if tls12_or_less else only13,
-        "session_ticket_resumption": resumption.merged(probed.ticket, facts.check("session_ticket_resumption"))
-        if tls12_or_less else only13,
+        "session_id_resumption": probed.session_id if tls12_or_less else only13,
+        "session_ticket_resumption": probed.ticket if tls12_or_less else only13,
         "tls13_resumption": probed.tls13 if facts.supports("TLSv1.3") else Check(
             NOT_TESTED, reason="The server does not offer TLS 1.3."),
     }

@@ -148,11 +148,9 @@ def hsts_check(hsts: Hsts) -> Check:
 def named_checks(scan_result) -> dict[str, Check]:
     checks = {name: _rule_check(scan_result, *rule) for name, rule in _CHECK_RULES.items()}
     checks["robot"] = robot_check(scan_result.robot)
-    resumption = scan_result.session_resumption
-    checks["session_id_resumption"] = resumption_check(resumption, "session_id")
-    checks["session_ticket_resumption"] = resumption_check(resumption, "tls_ticket")
-    # sslyze has no TLS 1.3 resumption test: workers/tls/resumption.py fills it in beside sslyze
-    checks["tls13_resumption"] = Check(NOT_TESTED, reason="TLS 1.3 resumption was not probed.")
+    # Resumption is ours, probed beside sslyze (workers/tls/resumption.py); the engine fills these in.
+    for name in ("session_id_resumption", "session_ticket_resumption", "tls13_resumption"):
+        checks[name] = Check(NOT_TESTED, reason="Session resumption was not probed.")
     assert set(checks) == set(CHECK_NAMES), "every named check must be filled"
     return checks
 
@@ -174,20 +172,6 @@ def robot_check(attempt) -> Check:
     if verdict.startswith("VULNERABLE"):
         return Check(BAD, detail=verdict, value=verdict)
     return Check(NOT_TESTED, reason="The ROBOT test gave inconsistent results.", value=verdict)
-
-
-def resumption_check(attempt, prefix: str) -> Check:
-    if not completed(attempt):
-        return Check(NOT_TESTED, reason=attempt_reason(attempt))
-    result = attempt.result
-    verdict = getattr(result, f"{prefix}_resumption_result").name
-    done = getattr(result, f"{prefix}_successful_resumptions_count")
-    tried = getattr(result, f"{prefix}_attempted_resumptions_count")
-    detail = f"{done} of {tried} resumptions succeeded"
-    if verdict == "SERVER_IS_TLS_1_3_ONLY":
-        return Check(NOT_TESTED, reason="The server only speaks TLS 1.3, which resumes sessions differently.",
-                     value=verdict)
-    return Check(OK if done > 0 else BAD, detail=detail, value=verdict)
 
 
 def client_auth(server_scan_result) -> str | None:

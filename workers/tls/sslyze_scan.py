@@ -1,4 +1,4 @@
-"""sslyze's part of an audit: its 18 commands (17 off HTTP) against the pinned address.
+"""sslyze's part of an audit: 17 of its commands (16 off HTTP) against the pinned address; session resumption is ours.
 
 Apart from workers/tls/engine.py so that the engine can be imported without sslyze (~0.45 s of
 imports): a new process (`manage.py audit`) imports this module on a side thread
@@ -23,7 +23,6 @@ from sslyze import (
     ServerNetworkLocation,
     ServerScanRequest,
     ServerScanResultAsJson,
-    SessionResumptionSupportExtraArgument,
 )
 from sslyze.connection_helpers.opportunistic_tls_helpers import ProtocolWithOpportunisticTlsEnum
 from sslyze.plugins.scan_commands import ScanCommand
@@ -37,22 +36,17 @@ from workers.tls.deadline import Deadline
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 
 SCANNER = f"sslyze {sslyze_version.__version__}"
-# Resumptions tried per mechanism (session IDs, tickets), two connections each: the verdict is whether
-# any succeeded (facts.resumption_check), which sslyze's default of 5 tells no better than 2, at 12 more
-# connections of an audit's ~100 (issue #27).
-RESUMPTION_ATTEMPTS = 2
 
 
 def run_sslyze(target: ResolvedTarget, scan, service: Service, *, ca_file: str | None,
                network_timeout: float, max_retries: int, per_server_connections: int, deadline: Deadline,
                on_connected: Callable[[dict], None] | None = None, suite_offers: bool = True):
-    """All 18 commands (17 off HTTP: no HTTP headers) against the pinned IP, every socket under
+    """17 commands (16 off HTTP: no HTTP headers) against the pinned IP, every socket under
     `deadline` (past it, sslyze's remaining jobs fail at once and its threads end); returns
     (ServerScanResult, connectivity exception or None). `suite_offers`: the suites up to TLS 1.2 enumerated
     by offers (sslyze_suites); False leaves them to sslyze's one-connection-per-suite test."""
     extra = ScanCommandsExtraArguments(
-        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None,
-        session_resumption=SessionResumptionSupportExtraArgument(number_of_resumptions_to_attempt=RESUMPTION_ATTEMPTS))
+        certificate_info=CertificateInfoExtraArgument(custom_ca_file=Path(ca_file)) if ca_file else None)
     request = ServerScanRequest(
         server_location=ServerNetworkLocation(hostname=target.host, port=target.port, ip_address=target.ip),
         network_configuration=network_configuration(target, service, network_timeout, max_retries),
@@ -89,8 +83,9 @@ def network_configuration(target: ResolvedTarget, service: Service, network_time
 
 def scan_commands(service: Service) -> set[ScanCommand]:
     """Every command, but sslyze's HTTP headers only where HTTP is spoken (it refuses STARTTLS, and on
-    SMTPS it would send an HTTP request to a mail server)."""
-    commands = set(ScanCommand)
+    SMTPS it would send an HTTP request to a mail server), and not its session resumption: ours resumes by
+    session ID, TLS 1.2 ticket and TLS 1.3 ticket (workers/tls/resumption.py)."""
+    commands = set(ScanCommand) - {ScanCommand.SESSION_RESUMPTION}
     if not service.http:
         commands.discard(ScanCommand.HTTP_HEADERS)
     return commands

@@ -173,9 +173,13 @@ def modern_reoffers(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, foun
     and 1.0.2 offers neither Ed25519/Ed448 nor RSA-PSS signatures nor X25519: a server with such a key
     (or only that group) refuses it, and its TLS 1.2 looked refused though `openssl s_client -tls1_2`
     and browsers negotiate it. A re-offer can only add suites (the server completed a handshake with
-    each), so its refusals are not confirmed, and an unclear answer just adds nothing."""
+    each), so its refusals are not confirmed, and an unclear answer just adds nothing. Only when the
+    legacy build got no signed suite at all: a server it can sign for needs no second look (an audit's
+    connections are counted, issue #27)."""
+    if any(name.startswith(SIGNED) for s in found if s.legacy for name in s.accepted):
+        return []
     names = [name for s in found if s.legacy for name in s.rest if name in modern_tls12_suites()
-             and name.startswith(("ECDHE-", "DHE-"))]
+             and name.startswith(SIGNED)]
     slices = [pool.submit(enumerate_slice, info, TlsVersionEnum.TLS_1_2, False, chunk) for chunk in chunks(names)]
     return [reoffer for future in slices if (reoffer := settled_reoffer(future)) is not None]
 
@@ -186,6 +190,9 @@ def settled_reoffer(future) -> Slice | None:
     except Unclear:
         return None
     return Slice(False, found.names, found.accepted, [], "") if found.accepted else None
+
+
+SIGNED = ("ECDHE-", "DHE-")     # OpenSSL names of the (EC)DHE suites, whose key exchange the server signs
 
 
 @functools.cache
