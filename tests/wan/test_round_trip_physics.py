@@ -3,9 +3,10 @@
 Every figure is divided by the RTT measured in the same run (its TCP connects,
 tlsaudit.domain.round_trips) and compared with the round trips of /work/shared/measurement.md.
 Tolerances, on medians: at least N - 0.05 RTT (nothing beats the physics: the delay line may release
-a packet up to ~0.3 ms early, and the RTT estimate is the low end of the connects), at most N + 0.5 RTT
-(25 ms: the handshake's CPU on both ends, 1-5 ms here, plus scheduling on a shared 2-core machine whose
-load average reached 20 during these runs). The two bands of 1 and 2 RTT do not overlap.
+a packet up to ~0.3 ms early, and the RTT estimate is the low end of the connects), at most N + 0.9 RTT
+(45 ms: the handshake's CPU on both ends, 1-5 ms here, plus scheduling on a shared 2-core machine: with
+the whole suite and other work beside it, Chromium's cold TLS 1.3 handshake took 1.66 RTT). A phase of
+N + 1 round trips can never measure less than N + 1 RTT, so one round trip too many still fails.
 Chromium gets a wider lower band for its connect phase: see test_the_browser_probe_phases_split_into_round_trips.
 """
 
@@ -26,9 +27,16 @@ NOT_RESUMING, RESUMING, TLS12_ONLY = "load_no_resumption", "load_session_cache",
 P384_ONLY = "a_plus_ecdsa_p384_only"  # offers only secp384r1: a client's default X25519 share gets a HelloRetryRequest
 
 
+# A phase of k round trips can never take less than k RTT; what it takes beyond is CPU (a TLS handshake's
+# signature and key exchange, Chromium's scheduling), which a loaded 2-core machine stretched to 0.66 RTT
+# at 50 ms. The band's top stays below k + 1 so a phase that takes one round trip more (a HelloRetryRequest,
+# a TLS 1.2 handshake) still fails, whatever the load.
+ABOVE = 0.9
+
+
 def assert_round_trips(measured_ms: float, rtt_ms: float, expected: int, what: str, low: float = 0.05) -> None:
     multiple = measured_ms / rtt_ms
-    assert expected - low <= multiple <= expected + 0.5, (
+    assert expected - low <= multiple <= expected + ABOVE, (
         f"{what}: {measured_ms:.1f} ms = {multiple:.2f} RTT at RTT {rtt_ms:.1f} ms, expected ~{expected}")
 
 

@@ -61,7 +61,7 @@ def classify_connectivity_error(
 def speaks_no_tls(reach) -> bool:
     """Did the pre-flight find no TLS at all: its handshake failed on first bytes that are HTTP or
     another protocol, neither a TLS record nor an SSL 2.0 one? Then sslyze has nothing to find, and
-    each of its ~600 connections would only wait for the same bytes again."""
+    each of its ~100 connections would only wait for the same bytes again."""
     return reach.outcome == outcomes.TLS_ERROR and reach.wire in (WIRE_HTTP, WIRE_OTHER)
 
 
@@ -74,7 +74,7 @@ def deadline_error(ip: str, port: int, deadline_s: float, scan_deadline, elapsed
         why = (f"{cut} of our connections {'was' if cut == 1 else 'were'} still unfinished after {limit:g} s: "
                "the server stalls some handshakes, or sends its answers a few bytes at a time")
     else:
-        why = "the server answers too slowly for the ~600 connections of a full audit"
+        why = "the server answers too slowly for the ~100 connections of a full audit"
     if scan_deadline.overran:
         message = f"The audit of {where} did not finish within its {deadline_s:g} s deadline: {why}."
     else:
