@@ -119,13 +119,13 @@ def _cert(key_type: str, bits: int, curve: str | None, *, subject: str = f"CN={H
           issuer: str = INTERMEDIATE, san: tuple[str, ...] = (HOST,), san_ip: tuple[str, ...] = (),
           not_before: datetime | None = None, not_after: datetime | None = None,
           signature_hash: str | None = "sha256", self_signed: bool = False,
-          exponent: int | None = 65537) -> Certificate:
+          exponent: int | None = 65537, ocsp_urls: tuple[str, ...] | None = None) -> Certificate:
     return Certificate(
         subject=subject, issuer=subject if self_signed else issuer, serial_hex="1f2e3d",
         not_before=not_before or NOW - timedelta(days=30), not_after=not_after or NOW + timedelta(days=60),
         key_type=key_type, key_bits=bits, curve=curve, signature_hash=signature_hash,
         san_dns=tuple(san), san_ip=tuple(san_ip), self_signed=self_signed,
-        fingerprint_sha256="ab" * 32, rsa_exponent=exponent if key_type == "RSA" else None,
+        fingerprint_sha256="ab" * 32, rsa_exponent=exponent if key_type == "RSA" else None, ocsp_urls=ocsp_urls,
     )
 
 

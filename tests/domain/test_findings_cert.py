@@ -95,6 +95,14 @@ ROWS = [
         "must-staple set"),
     Row("cert.must_staple", make_facts(cert=deployment(must_staple=True)), "pass", "high", "must-staple and stapled"),
     Row("cert.sct", with_deployment(sct_count=0), "fail", "low", "0 SCTs"),
+    # #29 item 5: advice that can be followed
+    Row("cert.sct", make_facts(cert=replace(deployment(trusted=False, custom_ca=True), sct_count=0),
+                               trust_use_custom_ca=True), "pass", "low", "none needed: the chain ends at your private"),
+    Row("cert.ocsp_stapling", make_facts(cert=deployment(rsa_cert(ocsp_urls=()), ocsp_stapled=Check(BAD))), "pass",
+        "low", "names no OCSP responder (its CA publishes revocation by CRL): nothing to staple"),
+    Row("cert.must_staple", make_facts(cert=deployment(rsa_cert(ocsp_urls=()), must_staple=True,
+                                                       ocsp_stapled=Check(BAD))), "fail", "high",
+        "names no OCSP responder: no server can ever staple it"),
     Row("cert.ev", with_deployment(is_ev=True), "info", "info", "EV certificate for CN=localhost"),
     Row("cert.revoked", with_deployment(revocation=Revocation(
         REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise",

@@ -226,6 +226,17 @@ def test_an_extra_certificate_is_named_in_the_chain_fix_and_gone_in_the_predicti
     assert rec.apply(facts).certificates[0].chain_extra == () and "cert.chain_extra" in rec.fixes
 
 
+def test_stapling_is_advised_only_for_a_certificate_that_names_an_ocsp_responder():
+    """#29 item 5: nginx staples nothing for a leaf without an OCSP URL (Let's Encrypt's since 2025)."""
+    crl_only = make_facts(cert=deployment(rsa_cert(ocsp_urls=()), ocsp_stapled=Check(BAD)))
+    assert "cert.ocsp_stapling" not in by_id(recommend(crl_only))
+    with_responder = make_facts(cert=deployment(rsa_cert(ocsp_urls=("http://ocsp.test/",)), ocsp_stapled=Check(BAD)))
+    assert "cert.ocsp_stapling" in by_id(recommend(with_responder))
+    broken = make_facts(cert=deployment(rsa_cert(ocsp_urls=()), must_staple=True, ocsp_stapled=Check(BAD)))
+    rec = by_id(recommend(broken))["cert.replace"]
+    assert "must-staple) yet names no OCSP responder" in rec.why and "cert.ocsp_stapling" not in by_id(recommend(broken))
+
+
 def test_a_mismatched_self_signed_certificate_is_replaced():
     facts = make_facts(cert=deployment(rsa_cert(self_signed=True, san=("www.example.org",)), hostname_matches=False))
     rec = by_id(recommend(facts))["cert.replace"]

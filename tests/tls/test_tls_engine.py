@@ -247,3 +247,18 @@ def test_an_expired_leaf_of_the_custom_ca_is_refused_for_its_dates_only(tls_lab)
     assert trust["Mozilla"].error == ("no chain to a root this store trusts, "
                                       "and a certificate is outside its validity dates")
     assert all("<" not in t.error and "exhausted" not in t.error for t in deployment.trust)
+
+
+def test_a_leaf_naming_no_ocsp_responder_is_not_told_to_staple(modern_scan):
+    """#29 item 5: like Let's Encrypt's since 2025, the test PKI's leaves carry no OCSP URL; nginx would
+    log "no OCSP responder URL" and staple nothing, so the report neither fails stapling nor advises it."""
+    from tlsaudit.domain.audit_report import build_report
+
+    outcome = modern_scan[0]
+    assert outcome.facts.certificates[0].leaf.ocsp_urls == ()
+    report = build_report(outcome.facts, outcome.mozilla)
+    stapling = next(f for f in report.findings if f.id == "cert.ocsp_stapling")
+    assert stapling.status == "pass" and "names no OCSP responder" in stapling.evidence
+    assert "cert.ocsp_stapling" not in {r.id for r in report.recommendations}
+    sct = next(f for f in report.findings if f.id == "cert.sct")
+    assert sct.status == "pass" and "none needed" in sct.evidence     # trusted only through the custom CA

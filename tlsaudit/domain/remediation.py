@@ -353,6 +353,8 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
         problems.append("its RSA key uses exponent 1")
     if leaf.key_type == "EC" and leaf.key_bits < 256:
         problems.append(f"its EC key has only {leaf.key_bits} bits")
+    if dep.must_staple and leaf.ocsp_urls == ():
+        problems.append("it demands a stapled OCSP response (must-staple) yet names no OCSP responder")
     for weak in weak_intermediates(dep):
         problems.append(f"its intermediate {weak.subject} has a {weak.key_bits}-bit {weak.key_type} key, which "
                         "OpenSSL clients refuse")
@@ -744,7 +746,8 @@ def _rec_hsts(ctx: _Context) -> _Draft | None:
 
 
 def _rec_ocsp(ctx: _Context) -> _Draft | None:
-    deps = [d for d in ctx.facts.certificates if d.ocsp_stapled.status == BAD]
+    # Only a certificate that names an OCSP responder can be stapled (nginx: "no OCSP responder URL")
+    deps = [d for d in ctx.facts.certificates if d.ocsp_stapled.status == BAD and d.leaf.ocsp_urls != ()]
     if not deps:
         return None
     violation = any(d.must_staple for d in deps)

@@ -82,6 +82,7 @@ class Certificate:
     fingerprint_sha256: str = ""    # hex
     rsa_exponent: int | None = None
     pem: str = ""
+    ocsp_urls: tuple[str, ...] | None = None  # its AIA OCSP responders; () = none named; None = not read (older audits)
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,8 @@ def _cert(d: dict) -> Certificate:
     d["not_after"] = datetime.fromisoformat(d["not_after"])
     d["san_dns"] = tuple(d.get("san_dns", ()))
     d["san_ip"] = tuple(d.get("san_ip", ()))
+    if d.get("ocsp_urls") is not None:
+        d["ocsp_urls"] = tuple(d["ocsp_urls"])
     return Certificate(**d)
 
 

@@ -62,7 +62,19 @@ def describe_certificate(cert: x509.Certificate) -> Certificate:
         fingerprint_sha256=cert.fingerprint(hashes.SHA256()).hex(),
         rsa_exponent=exponent,
         pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
+        ocsp_urls=ocsp_urls(cert),
     )
+
+
+def ocsp_urls(cert: x509.Certificate) -> tuple[str, ...]:
+    """The OCSP responders its AIA names: none for Let's Encrypt since 2025 (CRL only)."""
+    try:
+        aia = cert.extensions.get_extension_for_class(x509.AuthorityInformationAccess).value
+    except (x509.ExtensionNotFound, ValueError):
+        return ()
+    return tuple(d.access_location.value for d in aia
+                 if d.access_method == x509.AuthorityInformationAccessOID.OCSP
+                 and isinstance(d.access_location, x509.UniformResourceIdentifier))
 
 
 def describe_public_key(key) -> tuple[str, int, str | None, int | None]:

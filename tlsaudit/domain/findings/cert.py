@@ -123,6 +123,12 @@ def anchored_publicly(dep: CertificateDeployment) -> bool:
     return any(t.trusted or t.dates_only or _is_name_error(t.error) for t in dep.trust if t.store != "Custom CA")
 
 
+def trusted_privately(dep: CertificateDeployment) -> bool:
+    """Trusted through the organization's own CA and by no public store."""
+    return not anchored_publicly(dep) and any(t.store == "Custom CA" and (t.trusted or t.dates_only)
+                                              for t in dep.trust)
+
+
 def _is_name_error(error: str) -> bool:
     return trust_error_words(error) == "the certificate does not cover the host name"
 
@@ -304,7 +310,7 @@ def cert_lifetime(ctx: Context, dep: CertificateDeployment) -> Outcome:
     if not anchored_publicly(dep):
         # Chrome and Apple apply the limit to publicly trusted CAs only: a private root's leaf loads.
         title = "Certificate lifetime over 398 days, allowed for a private CA"
-        if any(t.store == "Custom CA" and (t.trusted or t.dates_only) for t in dep.trust):
+        if trusted_privately(dep):
             return info(text + "; the 398-day limit binds public CAs, and this chain ends at a private root, "
                                "which browsers exempt", severity="info", title=title)
         return info(text + "; the 398-day limit binds public CAs only, and no public store trusts this chain "
@@ -342,6 +348,9 @@ def cert_revoked(ctx: Context, dep: CertificateDeployment) -> Outcome:
       "not have to ask the CA: faster first visits and better privacy for your visitors.", over=each_deployment)
 def cert_ocsp_stapling(ctx: Context, dep: CertificateDeployment) -> Outcome:
     c = dep.ocsp_stapled
+    if c.status != OK and dep.leaf.ocsp_urls == ():
+        # Let's Encrypt and others publish revocation by CRL only since 2025: nothing exists to staple
+        return ok("the certificate names no OCSP responder (its CA publishes revocation by CRL): nothing to staple")
     if c.status == NOT_TESTED:
         return untested(c.reason)
     if c.status == OK:
@@ -356,6 +365,9 @@ def cert_ocsp_stapling(ctx: Context, dep: CertificateDeployment) -> Outcome:
 def cert_must_staple(ctx: Context, dep: CertificateDeployment) -> Outcome:
     if not dep.must_staple:
         return ok("certificate does not require stapling")
+    if dep.leaf.ocsp_urls == ():
+        return fail("must-staple set, but the certificate names no OCSP responder: no server can ever staple "
+                    "it, and Firefox refuses the site")
     c = dep.ocsp_stapled
     if c.status == NOT_TESTED:
         return untested(c.reason)
@@ -370,6 +382,9 @@ def cert_must_staple(ctx: Context, dep: CertificateDeployment) -> Outcome:
 def cert_sct(ctx: Context, dep: CertificateDeployment) -> Outcome:
     if dep.sct_count is None:
         return untested("SCT count unknown")
+    if not dep.sct_count and trusted_privately(dep):
+        # Certificate Transparency binds publicly trusted certificates; browsers ask no SCT of a private root's
+        return ok("0 SCTs embedded, none needed: the chain ends at your private root, not a public CA")
     return ok(f"{dep.sct_count} SCTs embedded") if dep.sct_count else fail("0 SCTs embedded in the leaf")
 
 
