@@ -23,7 +23,7 @@ def leaf_without_sni(endpoint: Endpoint) -> tuple[str, str] | str:
         with make_context().wrap_socket(raw, server_hostname=None) as tls:
             raw.pass_slot_to(tls)
             der = tls.getpeercert(binary_form=True)
-    except ssl.SSLError as exc:
+    except (ssl.SSLError, ConnectionResetError) as exc:   # an alert, or a front that hangs up on SNI-less hellos
         return short_error(exc)
     finally:
         raw.close()
