@@ -70,3 +70,13 @@ def test_a_failed_row_or_a_client_without_limits_is_left_as_it_was():
     assert ended(failed) == failed
     legacy = row("TLSv1.0", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA")
     assert ended(legacy, limits=ClientLimits()) == legacy
+
+
+def test_a_weak_certificate_off_the_leafs_path_is_not_judged():
+    """OpenSSL checks the chain it builds: a leftover 1024-bit certificate that rides along (chain_extra)
+    does not make curl refuse."""
+    from dataclasses import replace
+
+    stray = ca_cert("CN=Stray CA", bits=1024)
+    with_stray = replace(deployment(chain=(rsa_cert(), ca_cert(), stray)), chain_extra=("CN=Stray CA",))
+    assert ended(row(), [with_stray]).protocol == "TLSv1.2"

@@ -58,6 +58,8 @@ ROWS = [
         trust=(TrustResult("Custom CA", True, weak_key_only=True),)), trust_use_custom_ca=True),
         "fail", "high", "(browsers accept the chain; OpenSSL clients at security level 2 refuse it)"),
     Row("cert.weak_intermediate", make_facts(), "pass", "high", "every intermediate key"),
+    Row("cert.weak_intermediate", with_deployment(chain=(rsa_cert(), ca_cert(), ca_cert("CN=Stray", bits=1024)),
+                                                  chain_extra=("CN=Stray",)), "pass", "high", "every intermediate key"),
     Row("cert.untrusted", make_facts(cert=replace(deployment(chain=(rsa_cert(), ca_cert(bits=1024))),
                                                   trust=(TrustResult("Custom CA", True, weak_key_only=True),)),
                                      trust_use_custom_ca=True),

@@ -103,6 +103,17 @@ def test_a_suite_change_that_needs_tls12_says_the_protocols_line_that_turns_it_o
     assert "ssl_protocols" not in by_id(recommend(kept))["cipher.forward_secrecy"].change
 
 
+def test_removing_a_broken_suite_that_leaves_an_old_version_running_turns_nothing_on():
+    """A TLS 1.0-only server with RC4 and an ECDHE CBC suite keeps TLS 1.0 after losing RC4: no version comes
+    on in the prediction, and the change says no protocols line (review of #28's remediation)."""
+    facts = make_facts(protocols=("TLSv1.0",), suites=[suite("TLS_RSA_WITH_RC4_128_SHA", "TLSv1.0"),
+                                                       suite("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "TLSv1.0")])
+    rec = by_id(recommend(facts))["cipher.disable_insecure"]
+    after = rec.apply(facts)
+    assert [v for v in ALL_TLS if after.supports(v)] == ["TLSv1.0"]
+    assert "ssl_protocols" not in rec.change
+
+
 def test_the_protocols_line_turns_on_no_version_the_scan_could_not_test():
     facts = make_facts(protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2"), not_tested_protocols=("TLSv1.3",))
     rec = by_id(recommend(facts))["proto.disable_legacy"]

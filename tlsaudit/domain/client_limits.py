@@ -68,8 +68,9 @@ def refusal(row: ClientHandshake, limits: ClientLimits, deployment: CertificateD
 
 def _weak_rsa(deployment: CertificateDeployment, min_bits: int) -> Certificate | None:
     """The first sent certificate (roots aside: the client's own copy is the anchor) with a short RSA key."""
-    return next((c for c in deployment.chain if not c.self_signed and c.key_type == "RSA" and c.key_bits < min_bits),
-                None)
+    extra = set(deployment.chain_extra or ())   # OpenSSL checks the chain it builds, not what rides along
+    return next((c for i, c in enumerate(deployment.chain) if not c.self_signed and c.key_type == "RSA"
+                 and c.key_bits < min_bits and (i == 0 or c.subject not in extra)), None)
 
 
 def served_to(row: ClientHandshake, deployments: list[CertificateDeployment],

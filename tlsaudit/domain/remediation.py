@@ -222,11 +222,14 @@ def _drop_suites(facts: ScanFacts, drop: Callable[[CipherSuite], bool], profile:
 
 
 def _ensure_modern_protocol(f: ScanFacts, profile: Profile, had_modern: bool = True) -> ScanFacts:
-    """A server left with no version keeps TLS 1.2 with the profile's suites. One that never had TLS 1.2
-    or 1.3 needs the protocols line that turns TLS 1.2 on, which names TLS 1.3 as well (see
-    _protocols_line): both come on where the scan could test them."""
+    """A server left with no modern version keeps TLS 1.2 with the profile's suites. One that never had
+    TLS 1.2 or 1.3 is changed only when no version at all is left: it then needs the protocols line that
+    turns TLS 1.2 on, which names TLS 1.3 as well (see _protocols_line), and both come on where the scan
+    could test them."""
     if f.supports("TLSv1.2") or f.supports("TLSv1.3"):
         return f
+    if not had_modern and any(f.supports(v) for v in ("SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1")):
+        return f       # an old version keeps suites: the change leaves it running as it is
     f = _add_tls12_suites(f, profile)
     if had_modern or "TLSv1.3" not in profile.tls_versions or not f.protocol_tested("TLSv1.3"):
         return f
@@ -391,7 +394,7 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
                "cert.rsa_exponent_1", "cert.ec_weak", "trust.expired", "trust.not_yet_valid",
                "trust.hostname_mismatch", "trust.untrusted", "trust.self_signed", "trust.sha1",
                "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1", "cert.revoked", "trust.revoked",
-               "cert.lifetime", "cert.weak_intermediate"))
+               "cert.lifetime", "cert.weak_intermediate", "cert.must_staple"))
 
 
 def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:
@@ -754,8 +757,8 @@ def _rec_ocsp(ctx: _Context) -> _Draft | None:
 
     def fix(f: ScanFacts) -> ScanFacts:
         f = _copy(f)
-        f.certificates = [dataclasses.replace(d, ocsp_stapled=_good()) if d.ocsp_stapled.status == BAD else d
-                          for d in f.certificates]
+        f.certificates = [dataclasses.replace(d, ocsp_stapled=_good())
+                          if d.ocsp_stapled.status == BAD and d.leaf.ocsp_urls != () else d for d in f.certificates]
         return f
     return _Draft(
         id="cert.ocsp_stapling", title="Enable OCSP stapling",
@@ -796,7 +799,8 @@ def _rec_resumption(ctx: _Context) -> _Draft | None:
         change=("Enable a shared session cache (nginx: ssl_session_cache shared:MozSSL:10m; ssl_session_timeout 1d; "
                 "Apache: SSLSessionCache shmcb:...); keep session tickets off unless their keys are rotated."),
         impact="Resumed handshakes skip the key exchange: less server CPU and one round trip fewer on TLS 1.2.",
-        transform=lambda f: _set_checks(f, session_id_resumption=_good()),
+        transform=lambda f: _set_checks(f, **({"session_id_resumption": _good()} if f.check(
+            "session_id_resumption").tested else {"tls13_resumption": _good()})),
         fixes=("perf.session_resumption",), kind="performance")
 
 

@@ -215,7 +215,33 @@ def chain_to_anchor(received: list[x509.Certificate], anchors: tuple[x509.Certif
         (a for a in anchors if issued_by(top, a)), None)
     if anchor is None:
         return False
-    return all(c.not_valid_before_utc <= now <= c.not_valid_after_utc for c in {*path, anchor})
+    issuers = path[1:] + ([] if anchor is top else [anchor])
+    return (all(c.not_valid_before_utc <= now <= c.not_valid_after_utc for c in {*path, anchor})
+            and all(may_issue_here(ca, below) for below, ca in enumerate(issuers)))
+
+
+def may_issue_here(ca: x509.Certificate, intermediates_below: int) -> bool:
+    """The CA rules a verifier applies besides key sizes: a CA (basicConstraints) allowed to sign
+    certificates (keyUsage), whose path length admits the intermediates below it. A CA with name
+    constraints is never accepted here: cryptography stops at the weak key before judging names, and we
+    do not judge them ourselves, so the store's refusal stands."""
+    try:
+        extensions = ca.extensions
+    except ValueError:              # extensions cryptography cannot parse: the store's refusal stands
+        return False
+    try:
+        constraints = extensions.get_extension_for_class(x509.BasicConstraints).value
+        if not constraints.ca or (constraints.path_length is not None and intermediates_below > constraints.path_length):
+            return False
+        extensions.get_extension_for_class(x509.NameConstraints)
+        return False
+    except x509.ExtensionNotFound as missing:
+        if missing.oid == x509.ExtensionOID.BASIC_CONSTRAINTS:
+            return False
+    try:
+        return extensions.get_extension_for_class(x509.KeyUsage).value.key_cert_sign
+    except x509.ExtensionNotFound:
+        return True
 
 
 def verify_inside_dates(trust_store, received: list[x509.Certificate], hostname: str):

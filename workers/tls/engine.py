@@ -415,13 +415,16 @@ def run_probes(scan: "_Scan", facts: ScanFacts, endpoint: probes.Endpoint, side:
 def resumption_checks(facts: ScanFacts, probed: ResumptionProbe) -> dict[str, Check]:
     """Our resumption probe (sslyze's session-resumption command is not run), each check read in the
     light of the versions the server offers."""
-    tls12_or_less = any(facts.supports(v) for v in ("TLSv1.0", "TLSv1.1", "TLSv1.2"))
+    def refused(*versions: str) -> bool:      # known not offered (a version sslyze could not test may be)
+        return all(facts.protocol_tested(v) and not facts.supports(v) for v in versions)
+
     only13 = Check(NOT_TESTED, reason="The server only speaks TLS 1.3: it resumes with TLS 1.3 tickets.")
+    old_versions = refused("TLSv1.0", "TLSv1.1", "TLSv1.2") and facts.supports("TLSv1.3")
     return {
-        "session_id_resumption": probed.session_id if tls12_or_less else only13,
-        "session_ticket_resumption": probed.ticket if tls12_or_less else only13,
-        "tls13_resumption": probed.tls13 if facts.supports("TLSv1.3") else Check(
-            NOT_TESTED, reason="The server does not offer TLS 1.3."),
+        "session_id_resumption": only13 if old_versions else probed.session_id,
+        "session_ticket_resumption": only13 if old_versions else probed.ticket,
+        "tls13_resumption": Check(NOT_TESTED, reason="The server does not offer TLS 1.3.")
+        if refused("TLSv1.3") else probed.tls13,
     }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check
 from workers.tls.contexts import make_context
+from workers.tls.deadline import Deadline
 from workers.tls.probes import Endpoint, short_error
 
 # A TLS 1.3 server sends its tickets after the handshake: we read for this long (times the handshake's
@@ -75,18 +76,18 @@ def connect(endpoint: Endpoint, context: ssl.SSLContext, session: ssl.SSLSession
         started = time.monotonic()
         with context.wrap_socket(raw, server_hostname=endpoint.host, session=session) as tls:
             raw.pass_slot_to(tls)
-            if tls.version() == "TLSv1.3":
-                _take_tickets(tls, time.monotonic() - started)
+            if tls.version() == "TLSv1.3" and session is None:   # a resumed session needs no new tickets
+                _take_tickets(tls, limit, time.monotonic() - started)
             return tls.session, tls.session_reused
     finally:
         raw.close()
 
 
-def _take_tickets(tls: ssl.SSLSocket, handshake_s: float) -> None:
+def _take_tickets(tls: ssl.SSLSocket, limit: Deadline, handshake_s: float) -> None:
     """A read, so OpenSSL processes the NewSessionTicket messages that follow a TLS 1.3 handshake; the
-    server owes us no data, so the read ends by its timeout (or the server's first words)."""
-    tls.settimeout(max(TICKET_WAIT_FLOOR_S, TICKET_WAIT_HANDSHAKES * handshake_s))
+    server owes us no data, so the read ends by its timeout (or the server's first words), within the
+    connection's limit and the audit's deadline."""
     try:
-        tls.recv(1)
+        limit.run(tls, max(TICKET_WAIT_FLOOR_S, TICKET_WAIT_HANDSHAKES * handshake_s), tls.recv, 1)
     except (TimeoutError, ssl.SSLError, OSError):
         pass

@@ -212,7 +212,8 @@ def cert_weak_intermediate(ctx: Context, dep: CertificateDeployment) -> Outcome:
 
 def weak_intermediates(dep: CertificateDeployment) -> list[Certificate]:
     """The sent CA certificates (a self-signed root aside: clients use their own copy) with short keys."""
-    return [c for c in dep.chain[1:] if not c.self_signed and
+    extra = set(dep.chain_extra or ())      # off the leaf's path: no client verifies them
+    return [c for c in dep.chain[1:] if not c.self_signed and c.subject not in extra and
             ((c.key_type == "RSA" and c.key_bits < 2048) or (c.key_type == "EC" and c.key_bits < 224))]
 
 
