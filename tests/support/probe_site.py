@@ -175,6 +175,17 @@ class ProbeSite:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def fastest(result: dict, cell: str, metric: str) -> float:
+    """The smallest of a cell's loads: what the protocol costs with the least of the machine's noise on top.
+    A busy machine only ever adds time (nginx or Chromium not scheduled for 25-100 ms: seen on a quiet
+    machine as a 304 answered 25 ms after its request reached nginx, tcpdump on the link), so the
+    floor of several loads is the estimate that counts round trips; a phase with one round trip too many
+    costs it on every load and still fails."""
+    variant, mode = cell.split("_")
+    return min(load["timings_ms"][metric] for load in result["loads"]
+               if load["ok"] and load["variant"] == variant and load["mode"] == mode and not load.get("warmup"))
+
+
 def open_tarpit() -> socket.socket:
     """A listening socket nobody accepts on: the kernel completes the TCP handshake, then silence."""
     tarpit = socket.socket()

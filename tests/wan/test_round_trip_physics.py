@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from tests.support.probe_site import fastest
 from tlsaudit.domain.round_trips import estimate_rtt_from_histogram, estimate_rtt_ms, round_trips
 from workers.load.client import run_load
 from workers.load.handshake import run_handshakes
@@ -136,6 +137,8 @@ def wan_probe_browser(probe_site, link):
 
 def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_probe_browser):
     """Cold HTTPS: TCP 1, TLS 1.3 1, TTFB 1; cold HTTP: TCP 1, TTFB 1; warm: no connect, TTFB 1.
+    Each phase is the fastest of five loads (see `fastest`); the medians the product shows carry the
+    machine's scheduling too, and a full suite on two cores has put 2 of 3 cold HTTP loads 80 ms late.
     Chromium's connect phase gets a lower band of 0.6 RTT: on a cold navigation it opens the socket a
     few ms before the request's timing origin (3-8 ms on a quiet machine, 15 ms seen with the whole suite
     running on both cores), so part of the SYN's round trip falls outside the phase. The probe's own RTT
@@ -144,25 +147,25 @@ def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_p
     from workers.browser.spec import ProbeSpec
 
     spec = ProbeSpec(host=probe_site.host, https_port=probe_site.https_port, http_port=probe_site.http_port,
-                     ip=link.host, ca_pem=probe_site.ca_pem, runs=3)
+                     ip=link.host, ca_pem=probe_site.ca_pem, runs=5)
     result = run_probe(spec, browser=wan_probe_browser, allow_private=True)
     assert result["error"] is None
     rtt = result["rtt"]["rtt_ms"]
     assert_rtt_is_the_links(rtt)
     assert result["rtt"]["address"] == link.host and len(result["rtt"]["samples_ms"]) == 5
     summary = result["summary"]
+    assert summary["https_cold"]["samples"] == 5 and result["loads"][0]["tls"]["protocol"] == "TLS 1.3"
 
     def phase(cell: str, metric: str) -> float:
-        return summary[cell][metric]["median"]
+        return fastest(result, cell, metric)
 
-    https_cold = summary["https_cold"]
-    assert https_cold["samples"] == 3 and result["loads"][0]["tls"]["protocol"] == "TLS 1.3"
     assert_round_trips(phase("https_cold", "connect"), rtt, 1, "cold HTTPS TCP connect", low=0.4)
     assert_round_trips(phase("https_cold", "tls"), rtt, 1, "cold HTTPS TLS 1.3 handshake")
     assert_round_trips(phase("https_cold", "ttfb"), rtt, 1, "cold HTTPS TTFB")
     assert_round_trips(phase("http_cold", "connect"), rtt, 1, "cold HTTP TCP connect", low=0.4)
     assert_round_trips(phase("http_cold", "ttfb"), rtt, 1, "cold HTTP TTFB")
+    warm = [load for load in result["loads"] if load["mode"] == "warm"]
+    assert len(warm) == 10 and all(load["timings_ms"]["connect"] == load["timings_ms"]["tls"] == 0 for load in warm)
     for cell in ("https_warm", "http_warm"):
-        assert phase(cell, "connect") == phase(cell, "tls") == 0  # the warm load reuses the connection
-        assert_round_trips(phase(cell, "ttfb"), rtt, 1, f"{cell} TTFB")
-    assert round_trips(phase("https_cold", "tls"), rtt) is not None
+        assert_round_trips(phase(cell, "ttfb"), rtt, 1, f"{cell} TTFB")  # on the reused connection
+    assert round_trips(summary["https_cold"]["tls"]["median"], rtt) is not None
