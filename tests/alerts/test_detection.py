@@ -13,8 +13,14 @@ ROBOT = {"vuln.robot": {"severity": "high", "title": "ROBOT"}}
 HSTS_SHORT = {"hsts.short": {"severity": "medium", "title": "HSTS max-age is short"}}
 
 
-def cert(fingerprint="aa11", days=200):
-    return {"fingerprint": fingerprint, "not_after": NOW + timedelta(days=days), "subject": "CN=shop.example.com"}
+LE = "CN=R11,O=Let's Encrypt,C=US"
+
+
+def cert(fingerprint="aa11", days=200, lifetime=365, issuer=LE, names=("shop.example.com",), ari_end=None):
+    """A leaf with `days` left of `lifetime` days."""
+    not_after = NOW + timedelta(days=days)
+    return {"fingerprint": fingerprint, "not_before": not_after - timedelta(days=lifetime), "not_after": not_after,
+            "subject": "CN=shop.example.com", "issuer": issuer, "names": list(names), "ari_end": ari_end}
 
 
 def summary(audit_id=2, status="done", grade="A", caps=None, findings=None, cert_=None, failures=0, since=None,
@@ -40,25 +46,46 @@ CASES = [
     ("a new high finding, a new medium one is ignored", summary(1), summary(2, findings={**ROBOT, **HSTS_SHORT}),
      [("new_finding", "site:9:new_finding:vuln.robot:audit:2")]),
     ("a finding still failing is not new", summary(1, findings=HEARTBLEED), summary(2, findings=HEARTBLEED), []),
-    ("certificate replaced", summary(1, cert_=cert("aa11")), summary(2, cert_=cert("bb22")),
+    ("certificate renewed: same CA, same names, newer", summary(1, cert_=cert("aa11", days=20, lifetime=90)),
+     summary(2, cert_=cert("bb22", days=90, lifetime=90)), []),
+    ("renewed through another Let's Encrypt intermediate: still a renewal",
+     summary(1, cert_=cert("aa11", days=20, lifetime=90)),
+     summary(2, cert_=cert("bb22", days=90, lifetime=90, issuer="CN=E7,O=Let's Encrypt,C=US")), []),
+    ("replaced by another CA's certificate", summary(1, cert_=cert("aa11")),
+     summary(2, cert_=cert("bb22", issuer="CN=WE1,O=Google Trust Services,C=US")),
+     [("certificate_changed", "site:9:certificate_changed:bb22")]),
+    ("replaced by one for other names", summary(1, cert_=cert("aa11")),
+     summary(2, cert_=cert("bb22", names=("www.example.com",))),
      [("certificate_changed", "site:9:certificate_changed:bb22")]),
     ("no certificate before: no change to report", summary(1, cert_=False), summary(2), []),
-    ("31 days left: nothing yet", summary(1), summary(2, cert_=cert(days=31)), []),
-    ("30 days left", summary(1), summary(2, cert_=cert(days=30)),
-     [("certificate_expiring", "site:9:certificate_expiring:aa11:30")]),
-    ("14 days left", summary(1), summary(2, cert_=cert(days=13.5)),
-     [("certificate_expiring", "site:9:certificate_expiring:aa11:14")]),
-    ("from 100 days straight to 5: only the 7-day alert", summary(1), summary(2, cert_=cert(days=5)),
-     [("certificate_expiring", "site:9:certificate_expiring:aa11:7")]),
-    ("expired: the 1-day alert", summary(1), summary(2, cert_=cert(days=-2)),
-     [("certificate_expiring", "site:9:certificate_expiring:aa11:1")]),
+    ("a year-long certificate with 200 days left: nothing", summary(1), summary(2), []),
+    ("a 90-day certificate just past two thirds (certbot's point): within the day's grace",
+     summary(1), summary(2, cert_=cert(days=29.5, lifetime=90)), []),
+    ("a 90-day certificate not renewed a day and a half past two thirds", summary(1),
+     summary(2, cert_=cert(days=28, lifetime=90)), [("certificate_expiring", "site:9:certificate_expiring:aa11:lifetime")]),
+    ("a 6-day certificate half used: nothing (no 7-day threshold for it)", summary(1),
+     summary(2, cert_=cert(days=3, lifetime=6)), []),
+    ("a 6-day certificate with 2 days left: no backstop for short lives, 4.5 days not reached", summary(1),
+     summary(2, cert_=cert(days=2, lifetime=6)), []),
+    ("a 6-day certificate with a day left: not renewed", summary(1),
+     summary(2, cert_=cert(days=1, lifetime=6)), [("certificate_expiring", "site:9:certificate_expiring:aa11:lifetime")]),
+    ("a year-long certificate with 5 days left: the backstop, not the share", summary(1),
+     summary(2, cert_=cert(days=5)), [("certificate_expiring", "site:9:certificate_expiring:aa11:backstop")]),
+    ("past the CA's ARI window, early in its life", summary(1),
+     summary(2, cert_=cert(days=60, lifetime=90, ari_end=NOW - timedelta(hours=1))),
+     [("certificate_expiring", "site:9:certificate_expiring:aa11:ari")]),
+    ("inside the ARI window: nothing yet", summary(1),
+     summary(2, cert_=cert(days=60, lifetime=90, ari_end=NOW + timedelta(days=2))), []),
+    ("expired", summary(1), summary(2, cert_=cert(days=-2)),
+     [("certificate_expiring", "site:9:certificate_expiring:aa11:expired")]),
     ("one failed audit is not an alert yet", summary(1), summary(2, status="failed", failures=1, since=2), []),
     ("two failures in a row", summary(1), summary(3, status="failed", failures=2, since=2, error="refused"),
      [("audit_failing", "site:9:audit_failing:since:2")]),
     ("a third failure has the same occurrence", summary(1), summary(4, status="failed", failures=3, since=2),
      [("audit_failing", "site:9:audit_failing:since:2")]),
     ("grade drop, new finding and new cert at once",
-     summary(1, grade="A", cert_=cert("aa11")), summary(2, grade="F", findings=HEARTBLEED, cert_=cert("cc33")),
+     summary(1, grade="A", cert_=cert("aa11")),
+     summary(2, grade="F", findings=HEARTBLEED, cert_=cert("cc33", issuer="CN=Evil CA,O=Evil,C=XX")),
      [("grade_dropped", "site:9:grade_dropped:audit:2"),
       ("new_finding", "site:9:new_finding:vuln.heartbleed:audit:2"),
       ("certificate_changed", "site:9:certificate_changed:cc33")]),
@@ -83,10 +110,33 @@ def test_the_failure_streak_event_says_why():
     assert event.data["failing_since"] == 2
 
 
-def test_expiry_events_say_days_left_and_the_date():
+def test_expiry_events_say_why_and_the_date():
     [event] = alerts.expiry_events(summary(cert_=cert(days=6.5)), NOW)
     assert event.title == "Certificate expires in 6 days (2026-03-08)"
-    assert (event.data["threshold_days"], event.data["fingerprint"]) == (7, "aa11")
+    assert (event.data["trigger"], event.data["fingerprint"], event.data["lifetime_days"]) == ("backstop", "aa11", 365)
+    [event] = alerts.expiry_events(summary(cert_=cert(days=25, lifetime=90)), NOW)
+    assert event.title == "Certificate not renewed: 72% of its lifetime used, it expires in 25 days (2026-03-27)"
+    [event] = alerts.expiry_events(summary(cert_=cert(days=0.5, lifetime=6)), NOW)
+    assert event.title == "Certificate not renewed: 92% of its lifetime used, it expires today (2026-03-02)"
+
+
+def test_an_organization_sets_the_share_and_the_backstop():
+    half_used = summary(cert_=cert(days=40, lifetime=90))
+    assert alerts.expiry_events(half_used, NOW) == []
+    [event] = alerts.expiry_events(half_used, NOW, alerts.ExpiryPolicy(renewal_share=0.5))
+    assert event.data["trigger"] == "lifetime"
+    five_left = summary(cert_=cert(days=5))
+    assert alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(renewal_share=0.99, backstop_days=0)) == []
+    [event] = alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(renewal_share=0.99, backstop_days=14))
+    assert event.data["trigger"] == "backstop"
+
+
+def test_a_changed_certificate_says_what_changed():
+    [event] = alerts.detect(summary(1, cert_=cert("aa11")),
+                            summary(2, cert_=cert("bb22", issuer="CN=WE1,O=Google Trust Services,C=US")), NOW)
+    assert event.title == ("Certificate changed: issued by Google Trust Services instead of Let's Encrypt "
+                           "(now valid until 2026-09-18)")
+    assert event.data["changes"] == ["issued by Google Trust Services instead of Let's Encrypt"]
 
 
 def test_grade_rank_orders_grades_best_first():

@@ -75,12 +75,23 @@ def test_a_kind_switched_off_is_recorded_but_not_emailed(recipients, site_a, mai
 @pytest.mark.django_db
 def test_a_replaced_certificate_fires_once_per_new_certificate(recipients, site_a, mailoutbox):
     done_audit(site_a)
-    new_cert = replace(rsa_cert(not_after=NOW + timedelta(days=90)), fingerprint_sha256="cd" * 32)
+    new_cert = replace(rsa_cert(not_after=NOW + timedelta(days=90), issuer="CN=WE1,O=Google Trust Services,C=US"),
+                       fingerprint_sha256="cd" * 32)
     first = done_audit(site_a, cert=deployment(new_cert))
     again = done_audit(site_a, cert=deployment(new_cert))
     assert [e.kind for e in evaluate_and_email(first)] == ["certificate_changed"]
     assert evaluate_and_email(again) == []
     assert "new one until 2026-05-31" in mailoutbox[0].body
+    assert "issued by Google Trust Services instead of TLS Audit Tests" in mailoutbox[0].body
+
+
+@pytest.mark.django_db
+def test_a_routine_renewal_is_no_alert(recipients, site_a, mailoutbox):
+    done_audit(site_a)
+    renewed = replace(rsa_cert(not_before=NOW - timedelta(days=1), not_after=NOW + timedelta(days=89)),
+                      fingerprint_sha256="ef" * 32)
+    assert evaluate_and_email(done_audit(site_a, cert=deployment(renewed))) == []
+    assert mailoutbox == []
 
 
 @pytest.mark.django_db
@@ -98,7 +109,8 @@ def test_two_failed_audits_in_a_row_alert_once_for_the_streak(recipients, site_a
 def test_the_first_audit_of_a_site_only_reports_expiry(recipients, site_a):
     soon = rsa_cert(not_after=NOW + timedelta(days=10))
     [event] = services.evaluate(done_audit(site_a, heartbleed="bad", cert=deployment(soon)).pk, now=NOW)
-    assert event.kind == "certificate_expiring" and event.payload["threshold_days"] == 14
+    assert event.kind == "certificate_expiring" and event.payload["trigger"] == "lifetime"
+    assert event.title == "Certificate not renewed: 75% of its lifetime used, it expires in 10 days (2026-03-12)"
 
 
 @pytest.mark.django_db
@@ -129,7 +141,7 @@ def test_the_daily_check_alerts_expiry_for_sites_not_audited_today(recipients, s
     [event] = services.check_expiries(now=NOW)
     assert services.check_expiries(now=NOW + timedelta(hours=3)) == []
     services.email_pending(kind=rules.CERT_EXPIRING)
-    assert (event.site, event.payload["threshold_days"]) == (site_a, 7)
+    assert (event.site, event.payload["trigger"]) == (site_a, "backstop")
     assert [m.subject for m in mailoutbox] == ["[Agency A] Shop: Certificate expires in 6 days (2026-03-08)"]
 
 

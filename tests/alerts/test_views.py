@@ -13,8 +13,9 @@ def page(org):
     return reverse("alerts:settings", args=[org.slug])
 
 
-def save_settings(client, org, recipients="", kinds=("grade_dropped",)):
-    return client.post(page(org), {"recipients": recipients, "kinds": list(kinds)})
+def save_settings(client, org, recipients="", kinds=("grade_dropped",), share=67, backstop=7):
+    return client.post(page(org), {"recipients": recipients, "kinds": list(kinds), "renewal_share_pct": share,
+                                   "backstop_days": backstop})
 
 
 def add_webhook(client, org, url):
@@ -33,6 +34,21 @@ def test_alice_saves_recipients_and_event_kinds(login, alice, org_a):
     assert prefs.recipients == ["ops@agency-a.test", "cto@agency-a.test"]
     assert prefs.kinds == ["grade_dropped", "certificate_expiring"]
     assert "ops@agency-a.test\ncto@agency-a.test" in login(alice).get(page(org_a)).content.decode()
+
+
+def test_alice_sets_when_an_unrenewed_certificate_alerts(login, alice, bob, org_a):
+    assert save_settings(login(alice), org_a, share=80, backstop=0).status_code == 302
+    prefs = AlertSettings.objects.get(organization=org_a)
+    assert (prefs.renewal_share_pct, prefs.backstop_days) == (80, 0)
+    assert prefs.expiry_policy().renewal_share == 0.8
+    page_for_bob = login(bob).get(page(org_a)).content.decode()
+    assert "an alert once 80% of a certificate's lifetime is used" in page_for_bob
+    assert "days before expiry" not in page_for_bob   # the backstop is off
+    response = save_settings(login(alice), org_a, share=30, backstop=90)
+    assert response.status_code == 400
+    assert field_error(response, "renewal_share_pct") == ["Ensure this value is greater than or equal to 50."]
+    assert field_error(response, "backstop_days") == ["Ensure this value is less than or equal to 60."]
+    assert AlertSettings.objects.get(organization=org_a).renewal_share_pct == 80   # nothing lost
 
 
 def test_a_bad_recipient_is_a_form_error(login, alice, org_a):

@@ -21,7 +21,7 @@ class AlertSettingsForm(forms.ModelForm):
 
     class Meta:
         model = AlertSettings
-        fields = ["recipients", "kinds"]
+        fields = ["recipients", "kinds", "renewal_share_pct", "backstop_days"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

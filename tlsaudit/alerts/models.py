@@ -3,6 +3,7 @@ occurrence), and where it is pushed (Webhook) with every delivery attempt logged
 
 import secrets
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.urls import reverse
 
@@ -23,9 +24,21 @@ class AlertSettings(models.Model):
     organization = models.OneToOneField("orgs.Organization", on_delete=models.CASCADE, related_name="alert_settings")
     recipients = models.JSONField(default=list, blank=True, help_text="Email addresses, at most 20.")
     kinds = models.JSONField(default=default_kinds, blank=True, help_text="Event kinds that notify.")
+    renewal_share_pct = models.PositiveSmallIntegerField(
+        "Renewal overdue after (% of lifetime)", default=rules.RENEWAL_SHARE_PCT,
+        validators=[MinValueValidator(50), MaxValueValidator(95)],
+        help_text="Alert when a certificate has used this share of its lifetime and is still served "
+                  "(67: certbot's renewal point, one third left; a day's grace, less for short lives).")
+    backstop_days = models.PositiveSmallIntegerField(
+        "Backstop (days left)", default=rules.BACKSTOP_DAYS, validators=[MaxValueValidator(60)],
+        help_text=f"Also alert this many days before expiry, for certificates longer than "
+                  f"{rules.BACKSTOP_MIN_LIFETIME_DAYS} days; 0 turns it off.")
 
     class Meta:
         verbose_name_plural = "alert settings"
+
+    def expiry_policy(self) -> rules.ExpiryPolicy:
+        return rules.ExpiryPolicy(renewal_share=self.renewal_share_pct / 100, backstop_days=self.backstop_days)
 
     def __str__(self):
         return f"Alert settings of {self.organization}"

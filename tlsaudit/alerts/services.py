@@ -45,8 +45,9 @@ def summarize(audit: Audit) -> dict:
         "grade": audit.grade, "score": audit.score, "error": audit.error_message,
         "caps": {c["rule_id"]: c["reason"] for c in report.get("grade", {}).get("caps", [])},
         "findings": {fid: {"severity": sev, "title": title} for fid, sev, title in failing},
-        "cert": leaf and {"fingerprint": leaf.fingerprint_sha256, "not_after": leaf.not_after,
-                          "subject": leaf.subject},
+        "cert": leaf and {"fingerprint": leaf.fingerprint_sha256, "not_before": leaf.not_before,
+                          "not_after": leaf.not_after, "subject": leaf.subject, "issuer": leaf.issuer,
+                          "names": sorted(leaf.san_dns)},
         **failure_streak(audit),
     }
 
@@ -84,8 +85,14 @@ def evaluate(audit_id: int, now=None) -> list[AlertEvent]:
     if audit is None:
         return []  # deleted with its site, or not finished
     previous = previous_done(audit)
-    found = rules.detect(previous and summarize(previous), summarize(audit), now or timezone.now())
+    found = rules.detect(previous and summarize(previous), summarize(audit), now or timezone.now(),
+                         expiry_policy(audit.site.organization_id))
     return record(audit.site, found, audit=audit)
+
+
+def expiry_policy(organization_id: int) -> rules.ExpiryPolicy:
+    prefs = AlertSettings.objects.filter(organization_id=organization_id).first()
+    return prefs.expiry_policy() if prefs else rules.ExpiryPolicy()
 
 
 def record(site, found: list[rules.Event], audit: Audit | None = None) -> list[AlertEvent]:
@@ -110,8 +117,10 @@ def check_expiries(now=None) -> list[AlertEvent]:
     start_of_day = now.replace(hour=0, minute=0, second=0, microsecond=0)
     created = []
     sites = Site.objects.filter(last_audit__status=Audit.Status.DONE, last_audit_at__lt=start_of_day)
+    policies = {prefs.organization_id: prefs.expiry_policy() for prefs in AlertSettings.objects.all()}
     for site in sites.select_related("last_audit"):
-        created += record(site, rules.expiry_events(summarize(site.last_audit), now), audit=site.last_audit)
+        policy = policies.get(site.organization_id, rules.ExpiryPolicy())
+        created += record(site, rules.expiry_events(summarize(site.last_audit), now, policy), audit=site.last_audit)
     return created
 
 

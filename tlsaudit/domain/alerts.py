@@ -5,7 +5,9 @@ A summary is a plain dict built from an audit (see tlsaudit/alerts/services.summ
     {"audit_id": 7, "site_id": 3, "status": "done", "grade": "B", "score": 81,
      "caps": {"cap.tls10_11": "TLS 1.0 or TLS 1.1 is supported"},
      "findings": {"vuln.heartbleed": {"severity": "critical", "title": "Heartbleed"}},   # failing only
-     "cert": {"fingerprint": "ab12…", "not_after": datetime, "subject": "CN=…"} or None,
+     "cert": {"fingerprint": "ab12…", "not_before": datetime, "not_after": datetime, "subject": "CN=…",
+              "issuer": "CN=R11,O=Let's Encrypt,C=US", "names": ["shop.example.com"],
+              "ari_end": datetime or None} or None,
      "consecutive_failures": 0, "failing_since": None}
 
 Every event carries a dedupe key naming its occurrence (the site, the kind, and what makes
@@ -15,8 +17,9 @@ store keeps keys unique per organization, so an event fires once, never every ni
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 GRADE_DROPPED = "grade_dropped"
 GRADE_RECOVERED = "grade_recovered"
@@ -30,12 +33,21 @@ KIND_CHOICES = [
     (GRADE_RECOVERED, "Grade recovered"),
     (NEW_FINDING, "New critical or high finding"),
     (CERT_CHANGED, "Certificate changed"),
-    (CERT_EXPIRING, "Certificate expires in 30, 14, 7 or 1 days"),
+    (CERT_EXPIRING, "Certificate not renewed in time, or expired"),
     (AUDIT_FAILING, "Audit failing two runs in a row"),
 ]
 KINDS = tuple(kind for kind, _ in KIND_CHOICES)
 
-EXPIRY_THRESHOLDS = (30, 14, 7, 1)      # days; each fires once per certificate
+# Expiry by lifetime, not by fixed days (a 6-day certificate is always "7 days from expiry"). Each trigger
+# fires once per certificate; an organization sets the share and the backstop (AlertSettings).
+RENEWAL_SHARE_PCT = 67          # of the lifetime used: two thirds, where certbot and most ACME clients renew
+RENEWAL_SHARE = RENEWAL_SHARE_PCT / 100
+BACKSTOP_DAYS = 7                # days left, whatever the lifetime ...
+BACKSTOP_MIN_LIFETIME_DAYS = 30  # ... for certificates longer than this (a 6-day one lives inside any backstop)
+# A client renewing exactly at the share point, on a 12-hourly timer, is still healthy when a nightly audit
+# sees the old certificate just past it: the share trigger waits this much longer (a day, 1/12 of short lives).
+MAX_RENEWAL_GRACE = timedelta(days=1)
+RENEWAL_GRACE_SHARE = 1 / 12
 ALERT_SEVERITIES = ("critical", "high")
 FAILURES_BEFORE_ALERT = 2
 # Best first. T (untrusted) and M (name mismatch) fail the site as F does.
@@ -51,11 +63,22 @@ class Event:
     data: dict = field(default_factory=dict)
 
 
-def detect(previous: dict | None, current: dict, now: datetime) -> list[Event]:
+@dataclass(frozen=True)
+class ExpiryPolicy:
+    """When a served certificate is overdue for renewal (an organization's AlertSettings)."""
+    renewal_share: float = RENEWAL_SHARE
+    backstop_days: int = BACKSTOP_DAYS     # 0: no backstop
+
+    def renewal_due(self, not_before: datetime, not_after: datetime) -> datetime:
+        lifetime = not_after - not_before
+        return not_before + lifetime * self.renewal_share + min(MAX_RENEWAL_GRACE, lifetime * RENEWAL_GRACE_SHARE)
+
+
+def detect(previous: dict | None, current: dict, now: datetime, policy: ExpiryPolicy = ExpiryPolicy()) -> list[Event]:
     """Events for `current`, compared with the site's previous successful audit (or None)."""
     if current["status"] != "done":
         return failing_events(current)
-    events = expiry_events(current, now)
+    events = expiry_events(current, now, policy)
     if previous is None or previous["status"] != "done":
         return events
     return [*grade_events(previous, current), *finding_events(previous, current),
@@ -91,28 +114,89 @@ def finding_events(previous: dict, current: dict) -> list[Event]:
 
 
 def certificate_events(previous: dict, current: dict) -> list[Event]:
+    """A certificate that changed other than by a routine renewal: a renewal every few days (6-day
+    certificates) is the automation working, so only a new CA, other names or an older certificate alert."""
     old, new = previous.get("cert"), current.get("cert")
     if not old or not new or old["fingerprint"] == new["fingerprint"]:
         return []
+    changes = change_reasons(old, new)
+    if not changes:
+        return []
     return [Event(CERT_CHANGED, f"site:{current['site_id']}:{CERT_CHANGED}:{new['fingerprint']}",
-                  f"Certificate changed (now valid until {new['not_after']:%Y-%m-%d})",
-                  {"old": _cert_data(old), "new": _cert_data(new)})]
+                  f"Certificate changed: {'; '.join(changes)} (now valid until {new['not_after']:%Y-%m-%d})",
+                  {"old": _cert_data(old), "new": _cert_data(new), "changes": changes})]
 
 
-def expiry_events(current: dict, now: datetime) -> list[Event]:
-    """The tightest threshold reached: 100 days left then suddenly 5 alerts once, for 7."""
+def change_reasons(old: dict, new: dict) -> list[str]:
+    """Why a replaced certificate is not a routine renewal; [] when it is one. The issuer is compared by
+    organization: Let's Encrypt picks one of several intermediates (R10-R14, E5-E9) per issuance."""
+    reasons = []
+    if issuer_org(old) != issuer_org(new):
+        reasons.append(f"issued by {issuer_org(new) or 'another CA'} instead of {issuer_org(old) or 'the previous CA'}")
+    if "names" in old and "names" in new and set(old["names"]) != set(new["names"]):
+        reasons.append("it covers other names")
+    if old.get("not_before") and new.get("not_before") and new["not_before"] < old["not_before"]:
+        reasons.append("the new certificate is older than the one it replaced")
+    return reasons
+
+
+def issuer_org(cert: dict) -> str:
+    issuer = cert.get("issuer", "")
+    for part in re.split(r"(?<!\\),", issuer):   # RFC 4514: a comma inside a value is escaped
+        key, _, value = part.strip().partition("=")
+        if key.strip().upper() in ("O", "ORGANIZATIONNAME"):
+            return re.sub(r"\\(.)", r"\1", value.strip())
+    return issuer
+
+
+def expiry_events(current: dict, now: datetime, policy: ExpiryPolicy = ExpiryPolicy()) -> list[Event]:
+    """The most urgent trigger reached by the served certificate, once per certificate and trigger:
+    expired; the backstop (few days left of a long certificate); past its CA's ARI window; most of its
+    lifetime used. A certificate renewed in time is replaced before any of them, so raises nothing."""
     cert = current.get("cert")
     if not cert:
         return []
-    days_left = (cert["not_after"] - now).total_seconds() / 86400
-    reached = [t for t in EXPIRY_THRESHOLDS if days_left <= t]
-    if not reached:
+    trigger = expiry_trigger(cert, now, policy)
+    if trigger is None:
         return []
-    threshold = min(reached)
-    when = "has expired" if days_left < 0 else f"expires in {max(0, int(days_left))} days"
-    return [Event(CERT_EXPIRING, f"site:{current['site_id']}:{CERT_EXPIRING}:{cert['fingerprint']}:{threshold}",
-                  f"Certificate {when} ({cert['not_after']:%Y-%m-%d})",
-                  {"threshold_days": threshold, "days_left": int(days_left), **_cert_data(cert)})]
+    days_left = (cert["not_after"] - now).total_seconds() / 86400
+    lifetime_days = lifetime_of(cert).total_seconds() / 86400
+    used = 1 - days_left / lifetime_days if lifetime_days > 0 else 1.0
+    return [Event(CERT_EXPIRING, f"site:{current['site_id']}:{CERT_EXPIRING}:{cert['fingerprint']}:{trigger}",
+                  expiry_title(trigger, cert, days_left, used),
+                  {"trigger": trigger, "days_left": int(days_left), "lifetime_days": round(lifetime_days, 1),
+                   "used_pct": round(100 * min(used, 1.0)), **_cert_data(cert)})]
+
+
+def lifetime_of(cert: dict) -> timedelta:
+    return cert["not_after"] - (cert.get("not_before") or cert["not_after"])
+
+
+def expiry_trigger(cert: dict, now: datetime, policy: ExpiryPolicy) -> str | None:
+    """"expired", "backstop", "ari" or "lifetime": the most urgent one reached, or None."""
+    not_after, not_before = cert["not_after"], cert.get("not_before")
+    if now >= not_after:
+        return "expired"
+    long_lived = lifetime_of(cert) > timedelta(days=BACKSTOP_MIN_LIFETIME_DAYS)
+    if policy.backstop_days and long_lived and not_after - now <= timedelta(days=policy.backstop_days):
+        return "backstop"
+    if cert.get("ari_end") and now > cert["ari_end"]:
+        return "ari"
+    if not_before and now >= policy.renewal_due(not_before, not_after):
+        return "lifetime"
+    return None
+
+
+def expiry_title(trigger: str, cert: dict, days_left: float, used: float) -> str:
+    until = f"{cert['not_after']:%Y-%m-%d}"
+    if trigger == "expired":
+        return f"Certificate has expired ({until})"
+    left = "expires today" if days_left < 1 else f"expires in {int(days_left)} day{'s' if int(days_left) != 1 else ''}"
+    if trigger == "ari":
+        return f"Certificate not renewed within its CA's renewal window: it {left} ({until})"
+    if trigger == "lifetime":
+        return f"Certificate not renewed: {round(100 * used)}% of its lifetime used, it {left} ({until})"
+    return f"Certificate {left} ({until})"
 
 
 def failing_events(current: dict) -> list[Event]:
@@ -127,4 +211,4 @@ def failing_events(current: dict) -> list[Event]:
 
 def _cert_data(cert: dict) -> dict:
     return {"fingerprint": cert["fingerprint"], "not_after": cert["not_after"].isoformat(),
-            "subject": cert.get("subject", "")}
+            "subject": cert.get("subject", ""), "issuer": cert.get("issuer", "")}
