@@ -7,6 +7,7 @@ every variable.
 """
 
 import ipaddress
+import json
 import os
 import re
 from datetime import timedelta
@@ -81,6 +82,27 @@ CSRF_TRUSTED_ORIGINS = [SITE_URL]
 
 # Scanning private/loopback targets is an SSRF hole in production; dev and tests need it.
 ALLOW_PRIVATE_TARGETS = env_bool("TLSAUDIT_ALLOW_PRIVATE_TARGETS", default=False)
+
+
+def env_ari_directories(name: str) -> list[dict]:
+    """Extra ACME servers with ARI (a private CA's): a JSON list of {"name", "issuer_orgs", "directory"}."""
+    text = env_str(name, "[]")
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        entries = None
+    well_formed = isinstance(entries, list) and all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("directory"), str)
+        and isinstance(e.get("issuer_orgs"), list) for e in entries)
+    if not well_formed:
+        raise ImproperlyConfigured(f'{name} must be a JSON list of {{"name", "issuer_orgs", "directory"}}, '
+                                   f"got {text[:80]!r}")
+    return entries
+
+
+# ACME Renewal Information (RFC 9773): these CAs are asked after each audit, before the built-in ones
+# (tlsaudit/domain/data/ari_directories.json).
+ARI_DIRECTORIES = env_ari_directories("TLSAUDIT_ARI_DIRECTORIES")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

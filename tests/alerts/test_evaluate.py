@@ -169,4 +169,7 @@ def test_a_failing_site_alerts_through_the_worker_and_real_smtp(site_a, smtp_ser
         time.sleep(0.1)
     [envelope] = smtp_server.envelopes
     assert "Audit failed 2 times in a row" in envelope.content.decode()
+    # The worker marks the event once the SMTP server has taken the mail: a moment after it arrived there.
+    while AlertEvent.objects.get().emailed_at is None and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert AlertEvent.objects.get().emailed_at is not None

@@ -15,10 +15,12 @@ from django.utils import timezone
 
 from tlsaudit.alerts import webhooks
 from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
+from tlsaudit.audits import renewals
 from tlsaudit.audits.models import Audit
 from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
 from tlsaudit.core.queue import QueueUnavailable, enqueue
 from tlsaudit.domain import alerts as rules
+from tlsaudit.domain import ari
 from tlsaudit.sites.models import Site
 
 EVALUATE_TASK = "workers.tasks.alerts.evaluate_audit"
@@ -47,9 +49,27 @@ def summarize(audit: Audit) -> dict:
         "findings": {fid: {"severity": sev, "title": title} for fid, sev, title in failing},
         "cert": leaf and {"fingerprint": leaf.fingerprint_sha256, "not_before": leaf.not_before,
                           "not_after": leaf.not_after, "subject": leaf.subject, "issuer": leaf.issuer,
-                          "names": sorted(leaf.san_dns)},
+                          "names": sorted(leaf.san_dns), "ari_end": ari_end(audit.site_id, leaf.fingerprint_sha256)},
         **failure_streak(audit),
     }
+
+
+def ari_end(site_id: int, fingerprint: str):
+    row = renewals.current_window(site_id, fingerprint)
+    return row.window_end if row else None
+
+
+def renewal_info(audit_id: int) -> list[AlertEvent]:
+    """Ask the certificate's CA for its renewal window (ARI; failures are recorded on the row, never raised)
+    and alert when the CA moved it earlier."""
+    refreshed = renewals.refresh(audit_id)
+    if refreshed is None or refreshed.moved_from is None:
+        return []
+    row = refreshed.row
+    window = ari.Window(row.window_start, row.window_end, row.explanation_url)
+    return record(refreshed.audit.site, rules.renewal_moved_events(row.site_id, row.fingerprint, row.ca_name,
+                                                                   refreshed.moved_from, window),
+                  audit=refreshed.audit)
 
 
 # Failures that say nothing about the site: our own queue gave up before anything was sent to it (#27).

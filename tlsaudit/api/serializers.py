@@ -52,12 +52,23 @@ class SiteSerializer(FieldsMixin, serializers.ModelSerializer):
     last_audit = serializers.SerializerMethodField()
     certificate_not_after = serializers.DateTimeField(read_only=True, allow_null=True,
                                                       help_text="Leaf certificate expiry, from the latest audit.")
+    renewal_window_start = serializers.DateTimeField(
+        read_only=True, allow_null=True,
+        help_text="Start of the renewal window the leaf's CA suggests (ACME Renewal Information, RFC 9773); "
+                  "null when its CA publishes none we know.")
+    renewal_window_end = serializers.DateTimeField(read_only=True, allow_null=True,
+                                                   help_text="End of that window: renew before it.")
+    renewal_window_moved_from = serializers.DateTimeField(
+        read_only=True, allow_null=True,
+        help_text="Where the window ended before the CA moved it earlier (usually ahead of a revocation); "
+                  "null when it never moved.")
 
     class Meta:
         model = Site
         fields = ["id", "url", "hostname", "display_hostname", "origin", "service", "name", "https_port", "http_port",
                   "pinned_ip", "tags", "created_at", "last_grade", "last_audit_status", "last_audit_at",
-                  "last_audit", "certificate_not_after"]
+                  "last_audit", "certificate_not_after", "renewal_window_start", "renewal_window_end",
+                  "renewal_window_moved_from"]
         read_only_fields = fields
 
     def get_url(self, site) -> str:

@@ -155,3 +155,34 @@ class AuditCertificate(models.Model):
 
     def __str__(self):
         return self.subject
+
+
+class RenewalInfo(models.Model):
+    """What the issuing CA's ACME Renewal Information (RFC 9773) says about a site's served certificate:
+    the window in which to renew it, as last fetched after an audit. One row per site and certificate."""
+
+    class Status(models.TextChoices):
+        OK = "ok", "Window known"
+        UNKNOWN = "unknown", "Not known to the CA"
+        FAILED = "failed", "Could not be fetched"
+
+    site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="renewal_infos")
+    fingerprint = models.CharField(max_length=64)
+    ca_name = models.CharField(max_length=100)
+    cert_id = models.CharField(max_length=200, blank=True, help_text="RFC 9773 certID: AKI.serial, base64url")
+    status = models.CharField(max_length=10, choices=Status.choices)
+    error = models.TextField(blank=True, help_text="Why the window could not be read, and whose side it is on.")
+    window_start = models.DateTimeField(null=True, blank=True)
+    window_end = models.DateTimeField(null=True, blank=True)
+    explanation_url = models.URLField(max_length=500, blank=True)
+    # The window before the CA last moved it earlier (its sign that the certificate will be revoked).
+    earlier_from_start = models.DateTimeField(null=True, blank=True)
+    earlier_from_end = models.DateTimeField(null=True, blank=True)
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "fingerprint"], name="one_renewal_info_per_cert")]
+        ordering = ["-fetched_at"]
+
+    def __str__(self):
+        return f"ARI of {self.fingerprint[:12]} ({self.status})"

@@ -27,6 +27,7 @@ NEW_FINDING = "new_finding"
 CERT_CHANGED = "certificate_changed"
 CERT_EXPIRING = "certificate_expiring"
 AUDIT_FAILING = "audit_failing"
+RENEWAL_MOVED = "renewal_window_moved"
 
 KIND_CHOICES = [
     (GRADE_DROPPED, "Grade dropped"),
@@ -35,6 +36,7 @@ KIND_CHOICES = [
     (CERT_CHANGED, "Certificate changed"),
     (CERT_EXPIRING, "Certificate not renewed in time, or expired"),
     (AUDIT_FAILING, "Audit failing two runs in a row"),
+    (RENEWAL_MOVED, "The CA moved the renewal window earlier (ARI)"),
 ]
 KINDS = tuple(kind for kind, _ in KIND_CHOICES)
 
@@ -197,6 +199,18 @@ def expiry_title(trigger: str, cert: dict, days_left: float, used: float) -> str
     if trigger == "lifetime":
         return f"Certificate not renewed: {round(100 * used)}% of its lifetime used, it {left} ({until})"
     return f"Certificate {left} ({until})"
+
+
+def renewal_moved_events(site_id: int, fingerprint: str, ca_name: str, before, after) -> list[Event]:
+    """The CA now wants the certificate renewed sooner (RFC 9773): usually ahead of a revocation. `before`
+    and `after` are tlsaudit.domain.ari.Window; one event per certificate and new window end."""
+    explained = f" ({after.explanation_url})" if after.explanation_url else ""
+    return [Event(RENEWAL_MOVED, f"site:{site_id}:{RENEWAL_MOVED}:{fingerprint}:{after.end:%Y%m%dT%H%M%S}",
+                  f"{ca_name} asks for this certificate to be renewed by {after.end:%Y-%m-%d %H:%M} UTC, earlier "
+                  f"than before: usually ahead of a revocation{explained}",
+                  {"fingerprint": fingerprint, "ca": ca_name, "explanation_url": after.explanation_url,
+                   "before": {"start": before.start.isoformat(), "end": before.end.isoformat()},
+                   "after": {"start": after.start.isoformat(), "end": after.end.isoformat()}})]
 
 
 def failing_events(current: dict) -> list[Event]:

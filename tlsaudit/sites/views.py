@@ -3,9 +3,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import F, Q, prefetch_related_objects
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from tlsaudit.audits.models import Audit
+from tlsaudit.audits.models import Audit, RenewalInfo
 from tlsaudit.audits.queries import UNSHOWN_FIELDS, listed
 from tlsaudit.audits.services import queue_audits
 from tlsaudit.audits.visitor import with_visitor_effects
@@ -103,8 +104,22 @@ def site_detail(request, org, pk):
         "org": org, "site": site, "can_edit": roles.can(org.role, "manage_sites"), "audits": audits,
         "latest": latest, "since_previous": since_previous(site),
         "tools_not_applicable": tools_not_applicable(site.tls_service),
-        "side_by_side": side_by_side(site, latest),
+        "side_by_side": side_by_side(site, latest), "renewal": renewal_of(latest),
     })
+
+
+def renewal_of(latest) -> dict | None:
+    """The latest audit's leaf and what its CA says about renewing it (ARI), for the Renewal card."""
+    if latest is None:
+        return None
+    leaf = latest.certificates.filter(deployment=0, position=0).first()
+    if leaf is None:
+        return None
+    lifetime = leaf.not_after - leaf.not_before
+    used = (timezone.now() - leaf.not_before) / lifetime if lifetime.total_seconds() > 0 else 1.0
+    return {"leaf": leaf, "lifetime_days": round(lifetime.total_seconds() / 86400),
+            "used_pct": max(0, min(100, round(100 * used))),
+            "ari": RenewalInfo.objects.filter(site_id=latest.site_id, fingerprint=leaf.fingerprint_sha256).first()}
 
 
 def side_by_side(site, latest) -> list[dict]:

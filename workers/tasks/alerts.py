@@ -17,8 +17,10 @@ class RetryableDelivery(Exception):
 @app.task(name="workers.tasks.alerts.evaluate_audit", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),
           retry_backoff=30, max_retries=5)
 def evaluate_audit(audit_id: int) -> int:
-    """Store the audit's new events (once each), then email whatever is not emailed yet:
-    a retry after an SMTP failure re-sends the mail without creating events twice."""
+    """Ask the certificate's CA for its renewal window (ARI; its failures are recorded, never raised),
+    store the audit's new events (once each), then email whatever is not emailed yet: a retry after an
+    SMTP failure re-sends the mail without creating events twice."""
+    services.renewal_info(audit_id)
     services.evaluate(audit_id)
     return services.email_pending(audit_id=audit_id)
 

@@ -19,7 +19,7 @@ from tlsaudit.api.serializers import (
     SiteWriteSerializer,
 )
 from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
-from tlsaudit.audits.models import AuditCertificate
+from tlsaudit.audits.models import AuditCertificate, RenewalInfo
 from tlsaudit.domain.diff import grades_at_or_below
 from tlsaudit.domain.services import SERVICES
 from tlsaudit.sites.models import Site
@@ -47,9 +47,19 @@ def leaf_expiry():
     return Subquery(leaf.values("not_after")[:1])
 
 
+def leaf_renewal_info():
+    """The ARI row of the latest audit's leaf (tlsaudit/audits/renewals.py)."""
+    leaf = AuditCertificate.objects.filter(audit=OuterRef(OuterRef("last_audit_id")), deployment=0, position=0)
+    return RenewalInfo.objects.filter(site=OuterRef("pk"), fingerprint=Subquery(leaf.values("fingerprint_sha256")[:1]))
+
+
 def sites_of(org):
+    info = leaf_renewal_info()
     return (Site.objects.filter(organization=org).prefetch_related("tags")
-            .annotate(certificate_not_after=leaf_expiry()))
+            .annotate(certificate_not_after=leaf_expiry(),
+                      renewal_window_start=Subquery(info.values("window_start")[:1]),
+                      renewal_window_end=Subquery(info.values("window_end")[:1]),
+                      renewal_window_moved_from=Subquery(info.values("earlier_from_end")[:1])))
 
 
 def filter_sites(queryset, params):

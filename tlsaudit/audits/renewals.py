@@ -1,0 +1,146 @@
+"""ACME Renewal Information after each audit (#29): ask the CA that issued the served certificate when
+to renew it (RFC 9773) and keep the window on a row per site and certificate, with where it ended before
+the CA last moved it earlier (the alert is tlsaudit.alerts.services'). Every request goes through the
+outbound SSRF guard; no failure raises."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+from django.conf import settings
+from django.utils import timezone
+
+from tlsaudit.audits.models import Audit, RenewalInfo
+from tlsaudit.core import outbound
+from tlsaudit.domain import ari
+
+PURPOSE = "ACME Renewal Information requests"
+USER_AGENT = "TLSAudit-ARI/1 (+RFC 9773)"
+MAX_BYTES = 16 * 1024
+TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: str                      # RenewalInfo.Status
+    window: ari.Window | None = None
+    error: str = ""
+
+
+def directories() -> list[ari.CaDirectory]:
+    """The deployment's own CAs first, then the built-in public ones."""
+    return [ari.directory_from(entry) for entry in settings.ARI_DIRECTORIES] + ari.builtin_directories()
+
+
+def served_leaf(audit: Audit) -> x509.Certificate | None:
+    facts = audit.scan_facts()
+    if facts is None or not facts.certificates or not facts.certificates[0].leaf.pem:
+        return None
+    try:
+        return x509.load_pem_x509_certificate(facts.certificates[0].leaf.pem.encode())
+    except ValueError:
+        return None
+
+
+def issuer_org(cert: x509.Certificate) -> str:
+    try:
+        names = cert.issuer.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    except ValueError:
+        return ""
+    return str(names[0].value) if names else ""
+
+
+def key_identifier(cert: x509.Certificate) -> bytes | None:
+    try:
+        return cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value.key_identifier
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    audit: Audit
+    row: RenewalInfo
+    moved_from: ari.Window | None       # the window before, when the CA moved it earlier this time
+
+
+def refresh(audit_id: int) -> Refreshed | None:
+    """Fetch and store the window of the audit's served certificate; None when its CA runs no ARI we know
+    (or the audit served no certificate)."""
+    audit = Audit.objects.select_related("site").filter(pk=audit_id, status=Audit.Status.DONE).first()
+    leaf = served_leaf(audit) if audit else None
+    if leaf is None:
+        return None
+    ca = ari.directory_for(issuer_org(leaf), directories())
+    if ca is None:
+        return None
+    aki = key_identifier(leaf)
+    cert_id = ari.cert_id(aki, leaf.serial_number) if aki else ""
+    answer = ask(ca, cert_id) if aki else Answer(
+        RenewalInfo.Status.FAILED, error="The certificate names no authority key identifier, so its CA cannot be "
+                                         "asked for a renewal window (the certificate's issuer left it out).")
+    fingerprint = audit.certificates.filter(deployment=0, position=0).values_list("fingerprint_sha256", flat=True).first()
+    return store(audit, fingerprint or "", ca, cert_id, answer)
+
+
+def ask(ca: ari.CaDirectory, cert_id: str) -> Answer:
+    """The CA's directory, then its renewalInfo resource for `cert_id`."""
+    directory = outbound.get(ca.directory, PURPOSE, max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S, user_agent=USER_AGENT)
+    if directory.error or directory.status != 200:
+        return failed(f"{ca.name}'s ACME directory ({ca.directory})", directory)
+    try:
+        base = json.loads(directory.body)["renewalInfo"]
+        if not isinstance(base, str):
+            raise TypeError("renewalInfo is not a URL")
+    except (ValueError, KeyError, TypeError):
+        return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s ACME directory names no renewalInfo resource: "
+                                                        "the CA does not offer ARI there (the CA's side).")
+    info = outbound.get(f"{base.rstrip('/')}/{cert_id}", PURPOSE, max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S,
+                        user_agent=USER_AGENT)
+    if info.error:
+        return failed(f"{ca.name}'s renewal information", info)
+    if info.status == 404:
+        return Answer(RenewalInfo.Status.UNKNOWN, error=f"{ca.name} does not know this certificate (HTTP 404): "
+                                                         "it was not issued by its ACME server.")
+    if info.status != 200:
+        return failed(f"{ca.name}'s renewal information", info)
+    try:
+        return Answer(RenewalInfo.Status.OK, window=ari.parse_window(info.body))
+    except ari.BadRenewalInfo as exc:
+        return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s renewal information is unreadable: {exc} "
+                                                        "(the CA's side).")
+
+
+def failed(what: str, fetched: outbound.Fetched) -> Answer:
+    if fetched.status is None and "public addresses" in fetched.error:
+        why = f"{fetched.error.rstrip('.')} (this installation's guard: set TLSAUDIT_ALLOW_PRIVATE_TARGETS for a private CA)"
+    elif fetched.error:
+        why = f"{fetched.error} (the network or the CA's server)"
+    else:
+        why = f"HTTP {fetched.status} (the CA's server)"
+    return Answer(RenewalInfo.Status.FAILED, error=f"{what} could not be read: {why}.")
+
+
+def store(audit: Audit, fingerprint: str, ca: ari.CaDirectory, cert_id: str, answer: Answer) -> Refreshed:
+    row = RenewalInfo.objects.filter(site_id=audit.site_id, fingerprint=fingerprint).first()
+    before = ari.Window(row.window_start, row.window_end) if row and row.window_start and row.window_end else None
+    row = row or RenewalInfo(site_id=audit.site_id, fingerprint=fingerprint)
+    row.ca_name, row.cert_id, row.status, row.error = ca.name, cert_id, answer.status, answer.error[:2000]
+    row.fetched_at = timezone.now()
+    moved = False
+    if answer.window is not None:
+        moved = before is not None and answer.window.moved_earlier_than(before)
+        if moved:
+            row.earlier_from_start, row.earlier_from_end = before.start, before.end
+        row.window_start, row.window_end = answer.window.start, answer.window.end
+        row.explanation_url = answer.window.explanation_url
+    row.save()
+    return Refreshed(audit, row, before if moved else None)
+
+
+def current_window(site_id: int, fingerprint: str) -> RenewalInfo | None:
+    """The last window the CA gave for this certificate (still the CA's word when tonight's fetch failed)."""
+    return RenewalInfo.objects.filter(site_id=site_id, fingerprint=fingerprint, window_end__isnull=False).first()
