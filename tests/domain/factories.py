@@ -111,7 +111,7 @@ def ca_cert(subject: str = INTERMEDIATE, *, issuer: str = ROOT, signature_hash: 
         subject=subject, issuer=subject if root else issuer, serial_hex="0a",
         not_before=NOW - timedelta(days=3000), not_after=NOW + timedelta(days=3000),
         key_type="RSA", key_bits=bits, curve=None, signature_hash=signature_hash,
-        is_ca=True, self_signed=root, rsa_exponent=65537,
+        is_ca=True, self_signed=root, rsa_exponent=65537, spki_sha256="ef" * 32, ekus=("serverAuth", "clientAuth"),
     )
 
 
@@ -126,6 +126,7 @@ def _cert(key_type: str, bits: int, curve: str | None, *, subject: str = f"CN={H
         key_type=key_type, key_bits=bits, curve=curve, signature_hash=signature_hash,
         san_dns=tuple(san), san_ip=tuple(san_ip), self_signed=self_signed,
         fingerprint_sha256="ab" * 32, rsa_exponent=exponent if key_type == "RSA" else None, ocsp_urls=ocsp_urls,
+        spki_sha256="cd" * 32, ekus=("serverAuth",),
     )
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert
 from tests.domain.finding_rows import Row, finding, table_tests, with_deployment
+from tlsaudit.domain.distrust import table
 from tlsaudit.domain.findings import derive_findings
 from tlsaudit.domain.scanfacts import (
     BAD,
@@ -20,6 +21,21 @@ from tlsaudit.domain.scanfacts import (
     Revocation,
     TrustResult,
 )
+
+UTC = timezone.utc
+ENTRUST_G2 = "6a72267ad01eef7de73b6951d46c8d9f901266ab"     # Entrust Root Certification Authority - G2's key id
+CHUNGHWA_EPKI = next(e.key_id for e in table() if e.root.startswith("OU=ePKI Root"))
+
+
+OLD_FACTS_LEAF = replace(rsa_cert(), spki_sha256="", ekus=None)     # as audits before #29 stored it
+
+
+def under_root(root_key_id: str, sct, not_before=None):
+    """A leaf and an intermediate signed by the root whose key id is `root_key_id` (its AKI names it)."""
+    leaf = replace(rsa_cert(not_before=not_before or sct), spki_sha256="11" * 32, earliest_sct=sct, ekus=("serverAuth",))
+    intermediate = replace(ca_cert(), spki_sha256="22" * 32, authority_key_id=root_key_id, ekus=("serverAuth",))
+    return deployment(leaf, chain=(leaf, intermediate))
+
 
 ROWS = [
     Row("cert.expired", make_facts(cert=rsa_cert(not_before=NOW - timedelta(days=400),
@@ -106,6 +122,27 @@ ROWS = [
                                                        ocsp_stapled=Check(BAD))), "fail", "high",
         "names no OCSP responder: no server can ever staple it"),
     Row("cert.ev", with_deployment(is_ev=True), "info", "info", "EV certificate for CN=localhost"),
+    # #29 item 4: distrust by date, the root found by its key (Entrust Root G2's, Chunghwa's ePKI)
+    Row("cert.distrusted_after", make_facts(cert=under_root(ENTRUST_G2, sct=datetime(2025, 1, 3, tzinfo=UTC))),
+        "fail", "critical", "Chrome distrusts Entrust certificates issued after 2024-11-11 and refuses this one "
+                            "(earliest Certificate Transparency timestamp 2025-01-03)"),
+    Row("cert.distrusted_after", make_facts(cert=under_root(ENTRUST_G2, sct=datetime(2024, 11, 5, tzinfo=UTC),
+                                                            not_before=datetime(2024, 11, 5, tzinfo=UTC))),
+        "fail", "medium", "Chrome will not trust Entrust certificates issued after 2024-11-11: this one "
+                          "(earliest Certificate Transparency timestamp 2024-11-05) is still trusted until it expires"),
+    Row("cert.distrusted_after", make_facts(cert=under_root(CHUNGHWA_EPKI, sct=datetime(2025, 8, 1, 0, 0, 1,
+                                                                                         tzinfo=UTC))),
+        "fail", "critical", "Chrome distrusts Chunghwa Telecom certificates issued after 2025-07-31"),
+    Row("cert.distrusted_after", make_facts(cert=under_root("ab" * 20, sct=datetime(2025, 8, 1, tzinfo=UTC))),
+        "pass", "critical", "no dated distrust applies to this chain"),
+    Row("cert.server_auth_only", make_facts(cert=deployment(replace(rsa_cert(not_before=datetime(2026, 7, 1, tzinfo=UTC)),
+                                                                     ekus=("serverAuth", "clientAuth"))),
+                                            started_at=datetime(2026, 8, 1, tzinfo=UTC)),
+        "fail", "medium", "the leaf also allows clientAuth; issued 2026-07-01, after Chrome's serverAuth-only rule"),
+    Row("cert.server_auth_only", make_facts(cert=deployment(replace(rsa_cert(), ekus=("serverAuth", "clientAuth")))),
+        "info", "low", "issued 2026-01-31, before the rule: its renewal will allow server authentication only"),
+    Row("cert.server_auth_only", make_facts(cert=deployment(replace(rsa_cert(), ekus=("serverAuth",)))),
+        "pass", "medium", "serverAuth only"),
     Row("cert.revoked", with_deployment(revocation=Revocation(
         REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise",
         revoked_at=NOW - timedelta(days=1))), "fail", "critical",
@@ -123,6 +160,9 @@ NOT_TESTED_ROWS = [
     Row("cert.sha1", make_facts(cert=deployment(chain_has_sha1=None)), "not_tested"),
     Row("cert.symantec", make_facts(cert=deployment(symantec_distrusted=None)), "not_tested"),
     Row("cert.sct", with_deployment(sct_count=None), "not_tested"),
+    Row("cert.distrusted_after", make_facts(cert=deployment(OLD_FACTS_LEAF, chain=(OLD_FACTS_LEAF,))), "not_tested",
+        evidence="the chain's keys were not recorded"),
+    Row("cert.server_auth_only", make_facts(cert=OLD_FACTS_LEAF), "not_tested", evidence="were not recorded"),
     Row("cert.untrusted", replace(make_facts(), errors={"certificate_info": "CONNECTIVITY_ISSUE"}, certificates=[]),
         "not_tested", evidence="CONNECTIVITY_ISSUE"),
     Row("cert.revoked", with_deployment(revocation=Revocation(NOT_TESTED, why="timeout",

@@ -13,7 +13,7 @@ rule's text shows up here as a diff of `golden/findings.txt`; rewrite it with
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from tests.domain.factories import (
@@ -28,6 +28,7 @@ from tests.domain.factories import (
     suites_for,
 )
 from tests.domain.finding_rows import blind_server
+from tests.domain.test_findings_cert import ENTRUST_G2, under_root
 from tlsaudit.domain.findings import RULES, derive_findings
 from tlsaudit.domain.scanfacts import (
     BAD,
@@ -88,6 +89,12 @@ def servers() -> dict[str, ScanFacts]:
             suites=suites_for(("TLSv1.2", "TLSv1.3")) + [suite("TLS_RSA_WITH_AES_128_CBC_SHA")],
             preferences=[preference("TLSv1.2", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")], robot=BAD,
             hsts_max_age=None, cert=rsa_cert(not_before=NOW + timedelta(days=1))),
+        "Entrust chain first logged after Chrome's distrust date": make_facts(
+            cert=under_root(ENTRUST_G2, sct=datetime(2025, 1, 3, tzinfo=timezone.utc))),
+        "leaf of 2026-07 that also allows clientAuth, audited 2026-08": make_facts(
+            cert=deployment(replace(rsa_cert(not_before=datetime(2026, 7, 1, tzinfo=timezone.utc)),
+                                    ekus=("serverAuth", "clientAuth"))),
+            started_at=datetime(2026, 8, 1, tzinfo=timezone.utc)),
     }
 
 

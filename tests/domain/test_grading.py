@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -25,6 +25,7 @@ from tests.domain.factories import (
     suite,
     suites_for,
 )
+from tests.domain.test_findings_cert import ENTRUST_G2, under_root
 from tlsaudit.domain.grading import (
     RULE_EFFECTS,
     RULES,
@@ -224,6 +225,12 @@ ROWS = [
         "T", {"trust.sha1"}, ignoring="A+"),
     Row("distrusted Symantec root", make_facts(cert=deployment(symantec_distrusted=True)),
         "T", {"trust.symantec"}, ignoring="A+"),
+    Row("Entrust chain, first logged after Chrome's distrust date (the root still in every store)",
+        make_facts(cert=under_root(ENTRUST_G2, sct=datetime(2025, 1, 3, tzinfo=timezone.utc))),
+        "T", {"trust.distrusted_after"}, ignoring="A+"),
+    Row("Entrust chain logged before the date: still trusted (a finding says renew elsewhere)",
+        make_facts(cert=under_root(ENTRUST_G2, sct=datetime(2024, 11, 5, tzinfo=timezone.utc),
+                                   not_before=datetime(2024, 11, 5, tzinfo=timezone.utc))), "A+"),
     Row("revoked leaf", make_facts(cert=replace(deployment(), revocation=Revocation(
         REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise"))),
         "T", {"trust.revoked"}, ignoring="A+"),

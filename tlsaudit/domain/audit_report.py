@@ -16,7 +16,7 @@ from tlsaudit.domain.remediation import Recommendation, grade_after, recommend
 from tlsaudit.domain.scanfacts import ScanFacts
 from tlsaudit.domain.snippets import config_snippets
 
-RULES_VERSION = "2009r+tlsaudit.8"  # bump when grading, findings or recommendations change
+RULES_VERSION = "2009r+tlsaudit.9"  # bump when grading, findings or recommendations change
 
 
 @dataclass(frozen=True)

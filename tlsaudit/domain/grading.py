@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from typing import NamedTuple
 
 from tlsaudit.domain.ciphers import SuiteInfo, classify, ephemeral_rsa_bits, rsa_equivalent_bits
+from tlsaudit.domain.distrust import Distrust, basis_words, distrusts
 from tlsaudit.domain.revocationwords import NOT_RECORDED, revocation_words, revoked_words
 from tlsaudit.domain.scanfacts import (
     BAD,
@@ -118,6 +119,8 @@ _RULE_TABLE = (
     ("trust.symantec", "T", "The chain ends at a distrusted Symantec root",
      "Replace the certificate issued under the distrusted Symantec PKI"),
     ("trust.revoked", "T", "The certificate has been revoked", "Replace the revoked certificate"),
+    ("trust.distrusted_after", "T", "A browser distrusts this CA for certificates issued after a date, and this one "
+     "was issued after it", "Replace the certificate with one from another CA"),
     ("trust.hostname_mismatch", "M", "The certificate does not cover the hostname",
      "Use a certificate whose subjectAltName covers the hostname"),
 )
@@ -146,7 +149,8 @@ _CBC_ORACLES = ("cap.poodle_tls", "cap.zombie_poodle", "cap.goldendoodle", "cap.
 _PROTOCOL_RULES = {"SSLv2": "cap.sslv2", "SSLv3": "cap.sslv3", "TLSv1.0": "cap.tls10_11",
                    "TLSv1.1": "cap.tls10_11", "TLSv1.2": "cap.no_tls12", "TLSv1.3": "warn.no_tls13"}
 _CERTIFICATE_RULES = ("trust.untrusted", "trust.expired", "trust.not_yet_valid", "trust.self_signed",
-                      "trust.sha1", "trust.symantec", "trust.revoked", "trust.hostname_mismatch", "cap.incomplete_chain",
+                      "trust.sha1", "trust.symantec", "trust.revoked", "trust.distrusted_after", "trust.hostname_mismatch",
+                      "cap.incomplete_chain",
                       "cap.md5_signature", "cap.rsa_exponent_1", "cap.weak_key", "cap.insecure_key")
 _CHECK_RULES = {"heartbleed": "cap.heartbleed", "ccs_injection": "cap.ccs_injection",
                 "robot": "cap.robot", "compression": "cap.compression"}
@@ -667,6 +671,8 @@ def _deployment_trust_issues(scan: _Scan, deployment: CertificateDeployment) -> 
     if deployment.symantec_distrusted:
         issues.append(TrustIssue("T", "trust.symantec", "The chain ends at a Symantec root that browsers "
                                                         "distrusted in 2018"))
+    issues += [TrustIssue("T", "trust.distrusted_after", distrusted_words(d)) for d in distrusts(deployment)
+               if d.applies and d.in_a_browser]
     if deployment.revocation is not None and deployment.revocation.status == REVOKED:
         issues.append(TrustIssue("T", "trust.revoked", f"The certificate for {leaf.subject} has been "
                                                        f"{revoked_words(deployment.revocation)}"))
@@ -675,6 +681,13 @@ def _deployment_trust_issues(scan: _Scan, deployment: CertificateDeployment) -> 
                                  f"The certificate does not cover {scan.facts.host} "
                                  f"(it covers: {', '.join(leaf.san_dns + leaf.san_ip) or 'no names'})"))
     return issues
+
+
+def distrusted_words(d: Distrust) -> str:
+    entry = d.entry
+    return (f"{entry.store} distrusts {entry.ca} certificates issued after {entry.after:%Y-%m-%d}, and this one's "
+            f"{basis_words(d.basis_used)[4:]} is {d.issued:%Y-%m-%d}: {entry.store} refuses it, although the root "
+            "is still in its store")
 
 
 def _is_trusted(facts: ScanFacts, deployment: CertificateDeployment) -> bool | None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from tlsaudit.domain.ciphers import classify
+from tlsaudit.domain.distrust import distrusts
 from tlsaudit.domain.findings import Finding, derive_findings, is_trusted
 from tlsaudit.domain.findings.cert import (
     LIFETIME_RULE_START,
@@ -348,6 +349,10 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
         problems.append(f"it is signed with {leaf.signature_hash.upper()}")
     if dep.symantec_distrusted:
         problems.append("it chains to a distrusted Symantec root")
+    for distrust in distrusts(dep):
+        if distrust.applies and distrust.in_a_browser:
+            problems.append(f"{distrust.entry.store} distrusts {distrust.entry.ca} certificates issued after "
+                            f"{distrust.entry.after:%Y-%m-%d} (get the new one from another CA)")
     if dep.revocation is not None and dep.revocation.status == REVOKED:
         problems.append("its CA has revoked it")
     if leaf.key_type == "RSA" and leaf.key_bits < 2048:
@@ -394,7 +399,8 @@ def _rec_certificate(ctx: _Context) -> _Draft | None:
                "cert.rsa_exponent_1", "cert.ec_weak", "trust.expired", "trust.not_yet_valid",
                "trust.hostname_mismatch", "trust.untrusted", "trust.self_signed", "trust.sha1",
                "trust.symantec", "cap.md5_signature", "cap.rsa_exponent_1", "cert.revoked", "trust.revoked",
-               "cert.lifetime", "cert.weak_intermediate", "cert.must_staple"))
+               "cert.lifetime", "cert.weak_intermediate", "cert.must_staple", "cert.distrusted_after",
+               "trust.distrusted_after"))
 
 
 def _issuer_to_ask(f: ScanFacts, broken: list[CertificateDeployment]) -> str:

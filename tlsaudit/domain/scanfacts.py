@@ -83,6 +83,11 @@ class Certificate:
     rsa_exponent: int | None = None
     pem: str = ""
     ocsp_urls: tuple[str, ...] | None = None  # its AIA OCSP responders; () = none named; None = not read (older audits)
+    # Dated distrust and root-program rules (#29); "" / None = not read (older audits)
+    spki_sha256: str = ""           # hex SHA-256 of its SubjectPublicKeyInfo: the key, whatever the name
+    authority_key_id: str = ""      # hex keyIdentifier of its AKI: its issuer's key
+    earliest_sct: datetime | None = None    # the earliest embedded SCT's timestamp (Chrome's issuance date)
+    ekus: tuple[str, ...] | None = None     # extended key usages by name ("serverAuth", "clientAuth", OIDs); () = none
 
 
 @dataclass(frozen=True)
@@ -318,6 +323,10 @@ def _cert(d: dict) -> Certificate:
     d["san_ip"] = tuple(d.get("san_ip", ()))
     if d.get("ocsp_urls") is not None:
         d["ocsp_urls"] = tuple(d["ocsp_urls"])
+    if d.get("earliest_sct"):
+        d["earliest_sct"] = datetime.fromisoformat(d["earliest_sct"])
+    if d.get("ekus") is not None:
+        d["ekus"] = tuple(d["ekus"])
     return Certificate(**d)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import ipaddress
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, padding, rsa
 from cryptography.x509 import DNSName, IPAddress
-from cryptography.x509.oid import SignatureAlgorithmOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, SignatureAlgorithmOID
 
 from tlsaudit.domain.hostmatch import hostname_matches
 from tlsaudit.domain.scanfacts import BAD, OK, Certificate, CertificateDeployment, Check, TrustResult
@@ -63,7 +64,49 @@ def describe_certificate(cert: x509.Certificate) -> Certificate:
         rsa_exponent=exponent,
         pem=cert.public_bytes(serialization.Encoding.PEM).decode("ascii"),
         ocsp_urls=ocsp_urls(cert),
+        spki_sha256=spki_sha256(cert),
+        authority_key_id=authority_key_id(cert),
+        earliest_sct=earliest_sct(cert),
+        ekus=extended_key_usages(cert),
     )
+
+
+EKU_NAMES = {ExtendedKeyUsageOID.SERVER_AUTH: "serverAuth", ExtendedKeyUsageOID.CLIENT_AUTH: "clientAuth",
+             ExtendedKeyUsageOID.CODE_SIGNING: "codeSigning", ExtendedKeyUsageOID.EMAIL_PROTECTION: "emailProtection",
+             ExtendedKeyUsageOID.TIME_STAMPING: "timeStamping", ExtendedKeyUsageOID.OCSP_SIGNING: "OCSPSigning",
+             ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE: "anyExtendedKeyUsage"}
+
+
+def spki_sha256(cert: x509.Certificate) -> str:
+    spki = cert.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(spki).hexdigest()
+
+
+def authority_key_id(cert: x509.Certificate) -> str:
+    try:
+        key_id = cert.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value.key_identifier
+    except (x509.ExtensionNotFound, ValueError):
+        return ""
+    return key_id.hex() if key_id else ""
+
+
+def earliest_sct(cert: x509.Certificate):
+    """When the first CT log saw it: Chrome dates a certificate's issuance by this, not by notBefore."""
+    try:
+        scts = cert.extensions.get_extension_for_class(x509.PrecertificateSignedCertificateTimestamps).value
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+    times = [sct.timestamp.replace(tzinfo=datetime.timezone.utc) for sct in scts]
+    return min(times) if times else None
+
+
+def extended_key_usages(cert: x509.Certificate) -> tuple[str, ...]:
+    """() when the certificate has no EKU extension (any purpose, as RFC 5280 reads it)."""
+    try:
+        usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except (x509.ExtensionNotFound, ValueError):
+        return ()
+    return tuple(EKU_NAMES.get(oid, oid.dotted_string) for oid in usages)
 
 
 def ocsp_urls(cert: x509.Certificate) -> tuple[str, ...]:

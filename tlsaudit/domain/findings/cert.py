@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from tlsaudit.domain.distrust import SERVER_AUTH_ONLY_FROM, basis_words, distrusts, other_purposes
+from tlsaudit.domain.distrust import read_at_all as distrust_read
+from tlsaudit.domain.distrust import table_version as distrust_table_version
 from tlsaudit.domain.findings.registry import SEVERITIES, Context, Outcome, aware, fail, info, ok, rule, untested
 from tlsaudit.domain.revocationwords import revocation_words
 from tlsaudit.domain.scanfacts import GOOD, NOT_TESTED, OK, REVOKED, Certificate, CertificateDeployment, ScanFacts
@@ -329,6 +332,61 @@ def cert_symantec(ctx: Context, dep: CertificateDeployment) -> Outcome:
         return untested("the verified chain was not available")
     return fail(f"chain anchored in a distrusted Symantec root (issuer {dep.leaf.issuer})") \
         if dep.symantec_distrusted else ok("not a Symantec chain")
+
+
+@rule("cert.distrusted_after", "critical", "CA distrusted for certificates issued after a date",
+      "No dated distrust applies",
+      "Browsers now distrust some CAs by date: certificates issued after it are refused while the CA's root stays "
+      "in the store, so a store check alone calls them trusted (Chrome reads the date from the earliest "
+      "Certificate Transparency timestamp, Mozilla and Java from notBefore). A certificate issued before the date "
+      "keeps working until it expires; its renewal must come from another CA.", over=each_deployment)
+def cert_distrusted_after(ctx: Context, dep: CertificateDeployment) -> Outcome:
+    if not distrust_read(dep):
+        return untested("the chain's keys were not recorded (an audit before the distrust table)")
+    found = distrusts(dep)
+    if not found:
+        return ok(f"no dated distrust applies to this chain (table of {distrust_table_version()})")
+    applied = [d for d in found if d.applies]
+    if applied:
+        browser = any(d.in_a_browser for d in applied)
+        return fail("; ".join(_distrust_text(d) for d in found), severity="critical" if browser else "high")
+    return fail("; ".join(_distrust_text(d) for d in found), severity="medium",
+                title="CA distrusted for new certificates: renew from another CA")
+
+
+def _distrust_text(d) -> str:
+    entry = d.entry
+    when = f"{basis_words(d.basis_used)[4:]} {d.issued:%Y-%m-%d}" if d.issued else "an unknown issuance date"
+    if d.applies:
+        return (f"{entry.store} distrusts {entry.ca} certificates issued after {entry.after:%Y-%m-%d} and refuses "
+                f"this one ({when})")
+    return (f"{entry.store} will not trust {entry.ca} certificates issued after {entry.after:%Y-%m-%d}: this one "
+            f"({when}) is still trusted until it expires, but its renewal must come from another CA")
+
+
+@rule("cert.server_auth_only", "medium", "Certificate allows more than server authentication",
+      "Certificate for server authentication only",
+      "Chrome's root program requires hierarchies dedicated to TLS server authentication for certificates "
+      "issued from 2026-06-15, and public CAs now issue leaves for serverAuth only (Let's Encrypt dropped "
+      "clientAuth on 2026-02-11). A server that reuses its certificate for outbound client authentication (some "
+      "SMTP and XMPP setups) needs a client certificate of its own before its next renewal.", over=each_deployment)
+def cert_server_auth_only(ctx: Context, dep: CertificateDeployment) -> Outcome:
+    leaf = dep.leaf
+    if leaf.ekus is None:
+        return untested("the extended key usages were not recorded (an audit before this check)")
+    purposes = other_purposes(leaf)
+    if not purposes:
+        return ok("serverAuth only")
+    text = f"the leaf also allows {', '.join(purposes)}"
+    if not anchored_publicly(dep):
+        return info(text + "; the root program's rule binds public CAs only, and this chain ends at a private "
+                           "root", severity="info", title="Certificate allows more than server authentication "
+                                                          "(private CA)")
+    if aware(leaf.not_before) >= SERVER_AUTH_ONLY_FROM:
+        return fail(text + f"; issued {_date(leaf.not_before)}, after Chrome's serverAuth-only rule took effect "
+                           "(2026-06-15)")
+    return info(text + f"; issued {_date(leaf.not_before)}, before the rule: its renewal will allow server "
+                       "authentication only", severity="low")
 
 
 @rule("cert.revoked", "critical", "Certificate revoked", "Certificate not revoked",
