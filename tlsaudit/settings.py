@@ -340,6 +340,9 @@ AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, m
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
 # Per socket operation; with one retry a silent target fails in about 25 s.
 SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
+# How long one of the audit's connections may live, from its connect: a handshake slower than this is
+# broken (or dripped by a hostile server), whatever the network. Tests shorten it (tests/hostile_targets).
+SCAN_CONNECTION_LIFETIME_SECONDS = env_int("SCAN_CONNECTION_LIFETIME_SECONDS", 10, minimum=2)
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
@@ -376,6 +379,8 @@ LOAD_RUNS_PER_DAY = env_int("LOAD_RUNS_PER_DAY", 20, minimum=0)
 # A load or handshake run in which every request / handshake times out for this long (a dead, stalling or
 # trickling server) ends with the reason, whatever its size (at least the request timeout + 5 s).
 LOAD_STALL_SECONDS = env_int("LOAD_STALL_SECONDS", 40, minimum=2)
+# Each step of a measured handshake (TCP connect, TLS handshake, the probe request) ends within this.
+HANDSHAKE_STEP_TIMEOUT_SECONDS = env_int("HANDSHAKE_STEP_TIMEOUT_SECONDS", 10, minimum=1)
 # The measuring commands (loadtest, overhead, handshakes, probe) end by this many seconds unless --deadline
 # (or loadtest -t) asks for more: run as a new user runs them, against a dead, slow or hostile server, they
 # end with an error in under a minute. (`audit` uses AUDIT_DEADLINE_SECONDS, as its task does.)

@@ -24,6 +24,8 @@ import time
 import pytest
 
 from tests.hostile_targets.conftest import (
+    CONNECTION_S,
+    PAGE_S,
     TARGETS,
     chromium_pids,
     client_sockets_to,
@@ -40,9 +42,9 @@ from tlsaudit.sites.models import Site
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 BOUND_S = 60          # the promise: every bad target ends within a minute
 FD_SLACK = 2
-# 20 requests, 2 at a time, 3 s each: 60 s on a one-thread worker (its two agents run one after the other)
-# if every request waited out its timeout; the stall bound ends each agent after 8 s.
-LOAD_PARAMS = {"requests": 20, "concurrency": 2, "timeout_s": 3, "path": "/health"}
+# 20 requests, 2 at a time, 1 s each: 20 s on a one-thread worker (its two agents run one after the other)
+# if every request waited out its timeout; the stall bound ends each agent after 6 s (1 s + 5).
+LOAD_PARAMS = {"requests": 20, "concurrency": 2, "timeout_s": 1, "path": "/health"}
 HANDSHAKE_PARAMS = {"versions": ["1.3"], "agents_levels": [1], "per_agent": 2}
 PROBE_PARAMS = {"runs": 1, "variants": ["https"]}
 
@@ -51,11 +53,13 @@ TLS_SILENT = ("failed", "timeout", ["never answers the TLS handshake"])
 TRICKLE = ("failed", "timeout", ["sent only", "never finished it", "too slowly"])
 NO_TLS_OTHER = ("failed", "no_tls", ["does not speak TLS", "another protocol"])
 DONE = ("done", "", [])
-PAGE_TIMEOUT = ("failed", "timeout", ["The page did not finish loading within 10 s."])
+PAGE_TIMEOUT = ("failed", "timeout", [f"The page did not finish loading within {PAGE_S} s."])
 LOAD_STALLED = ("failed", "stalled", ["Every request to https://localhost:", "timed out",
                                       "a few bytes at a time"])
-# A run is bounded as a whole by its organization's maximum duration (50 s here, see below).
-RUN_MAX_DURATION = ("failed", "max_duration", ["maximum duration of 50 s", "steps that finished are kept"])
+# A run is bounded as a whole by its organization's maximum duration (MAX_DURATION_S here, see below).
+MAX_DURATION_S = 20
+RUN_MAX_DURATION = ("failed", "max_duration", [f"maximum duration of {MAX_DURATION_S} s",
+                                               "steps that finished are kept"])
 EXPECTED = {
     "tarpit": {"*": TLS_SILENT},
     "reset": {"*": ("failed", "connection_failed", ["accepted the connection, then reset it"])},
@@ -66,8 +70,9 @@ EXPECTED = {
     "drip_noise": {"*": NO_TLS_OTHER},
     "drip_server_hello": {"*": TRICKLE},
     "trickle_every": {   # real TLS, but one connection in three trickles its ServerHello
-        "audit": ("failed", "timeout", ["of our connections", "still unfinished after 10 s", "Nothing was graded"]),
-        # the requests (handshakes) that landed on a stalled connection timed out after 3 s (10 s), the others
+        "audit": ("failed", "timeout", ["of our connections", f"still unfinished after {CONNECTION_S} s",
+                                        "Nothing was graded"]),
+        # the requests (handshakes) that landed on a stalled connection timed out after 1 s (3 s), the others
         # were measured: done, or cut at the run's maximum duration
         "load": [DONE, RUN_MAX_DURATION],
         "handshakes": [DONE, RUN_MAX_DURATION],
@@ -162,7 +167,7 @@ def test_a_hostile_target_ends_explained_within_a_minute_and_the_worker_goes_on(
     from tlsaudit.loadtests.models import LoadLimits
 
     queue_name, queue, _ = PATHS[path]
-    LoadLimits.objects.filter(pk=LoadLimits.for_org(lab_org).pk).update(max_duration_s=50)
+    LoadLimits.objects.filter(pk=LoadLimits.for_org(lab_org).pk).update(max_duration_s=MAX_DURATION_S)
     worker = one_worker(queue_name)
     # Given a warmed-up worker (its connections open, for a probe its Chromium running): the path's last
     # case left it so, or a normal task does it now
@@ -198,7 +203,7 @@ def test_a_hostile_target_ends_explained_within_a_minute_and_the_worker_goes_on(
     assert all(word in row.error_message for word in words), row.error_message
     if (target, path) in (("handshake_then_hang", "audit"), ("slow_http", "audit")):
         hsts = row.findings.get(finding_id="hsts.missing")
-        # slow_http: cut at the connection's 10 s, or at the audit's 20 s if that comes first
+        # slow_http: cut at the connection's lifetime, or at the audit's 20 s if that comes first
         why = "did not answer our HTTP request" if target == "handshake_then_hang" else "got no complete answer"
         assert hsts.status == "not_tested" and why in hsts.reason, hsts.reason
     assert settled(sslyze_threads, lambda names: not names) == [], "sslyze threads still running"

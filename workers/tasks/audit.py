@@ -148,7 +148,8 @@ def scan_and_store(audit, target, attempt: int) -> str:
                                network_timeout=settings.SCAN_NETWORK_TIMEOUT, max_retries=1,
                                per_server_connections=settings.SCAN_CONNECTIONS_PER_SERVER,
                                resolver=settings.DNS_RESOLVER, deadline_s=settings.AUDIT_DEADLINE_SECONDS,
-                               service=audit.site.service)
+                               service=audit.site.service,
+                               connection_lifetime_s=settings.SCAN_CONNECTION_LIFETIME_SECONDS)
     except SoftTimeLimitExceeded:
         retrying_while_database_down(
             services.fail, audit, "timeout", f"The audit did not finish within {settings.AUDIT_SOFT_TIME_LIMIT} "

@@ -151,7 +151,8 @@ def run_handshake_share(run, step: dict, share: dict, cancel, counter) -> dict:
     spec = HandshakeSpec(host=run.host, port=run.site.https_port, ip=run.ip, version=step["version"],
                          suite=step["suite"], agents=share["agents"], per_agent=step["per_agent"],
                          resume=step["resume"], time_limit_s=step_limit(step, run),
-                         stall_s=stall_after(HandshakeSpec.timeout_s))
+                         timeout_s=settings.HANDSHAKE_STEP_TIMEOUT_SECONDS,
+                         stall_s=stall_after(settings.HANDSHAKE_STEP_TIMEOUT_SECONDS))
     return run_handshakes(spec, cancel=cancel, on_progress=counter)
 
 

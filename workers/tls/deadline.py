@@ -24,9 +24,10 @@ from contextlib import contextmanager
 MIN_CONNECTION_S = 10.0
 
 
-def connection_limit(network_timeout: float) -> float:
-    """How long one connection may live: 10 s, or three per-operation timeouts when those are longer."""
-    return max(MIN_CONNECTION_S, 3 * network_timeout)
+def connection_limit(network_timeout: float, lifetime_s: float | None = None) -> float:
+    """How long one connection may live: `lifetime_s` (10 s by default), or three per-operation timeouts when
+    those are longer."""
+    return max(MIN_CONNECTION_S if lifetime_s is None else lifetime_s, 3 * network_timeout)
 
 
 def one_connection(network_timeout: float, within: "Deadline | None" = None) -> "Deadline":

@@ -102,6 +102,7 @@ def run_scan(
     deadline_s: float = DEFAULT_DEADLINE_S,
     service: str = HTTPS,
     suite_offers: bool = True,
+    connection_lifetime_s: float | None = None,
 ) -> ScanOutcome:
     """Scan one TLS endpoint within `deadline_s` seconds, whatever the server does. Errors a site
     owner can act on come back in `outcome.error`, never raised. `service` is a scheme of
@@ -117,7 +118,7 @@ def run_scan(
     kind = service_named(service)   # UnknownService (a ValueError) for a caller's typo: loud
     preload_sslyze()
     scan = _Scan(on_progress)
-    deadline = Deadline(deadline_s, connection_s=connection_limit(network_timeout))
+    deadline = Deadline(deadline_s, connection_s=connection_limit(network_timeout, connection_lifetime_s))
     started_at = datetime.now(timezone.utc)
     try:
         with scan.phase("resolve"):
