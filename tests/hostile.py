@@ -495,7 +495,7 @@ def big_chain(pki, directory: Path):
 
 # --- DNS -------------------------------------------------------------------------------------------
 
-Answers = list[str] | Callable[[int], list[str]]
+Answers = list[str] | Callable[[int], list[str]] | dict[str, list]
 
 
 @dataclass
@@ -515,8 +515,9 @@ class DnsServer:
 @contextmanager
 def dns_server(zone: dict[str, Answers]):
     """A UDP DNS server: for a name in `zone`, A/AAAA answers (TTL 0) from its addresses (a list, or
-    a function of how many A queries for that name came before: a rebinding server); NXDOMAIN for
-    every other name. Wire format by dnspython."""
+    a function of how many A queries for that name came before: a rebinding server), or a dict of
+    record type -> answers ({"A": [...], "CAA": ['0 issue "letsencrypt.org"'], "RCODE": "SERVFAIL"});
+    NXDOMAIN for every other name. Wire format by dnspython."""
     import dns.flags
     import dns.message
     import dns.rcode
@@ -533,6 +534,8 @@ def dns_server(zone: dict[str, Answers]):
 
     def answers_for(name: str, rdtype: str) -> list[str]:
         answers = zone[name]
+        if isinstance(answers, dict):
+            return list(answers.get(rdtype, ()))
         if callable(answers):
             answers = answers(max(0, server.asked(name, "A") - 1))  # this round: A queries before this one
         v6 = rdtype == "AAAA"
@@ -555,6 +558,10 @@ def dns_server(zone: dict[str, Answers]):
             server.queries.append((name, rdtype))
             if name not in zone:
                 response.set_rcode(dns.rcode.NXDOMAIN)
+            elif isinstance(zone[name], dict) and "RCODE" in zone[name]:
+                response.set_rcode(dns.rcode.from_text(zone[name]["RCODE"]))
+            elif rdtype == "CAA" and (found := answers_for(name, rdtype)):
+                response.answer.append(dns.rrset.from_text(question.name, 0, dns.rdataclass.IN, rdtype, *found))
             elif rdtype in ("A", "AAAA") and (found := answers_for(name, rdtype)):
                 response.answer.append(dns.rrset.from_text(question.name, 0, dns.rdataclass.IN, rdtype, *found))
             sock.sendto(response.to_wire(want_shuffle=False), peer)  # answers in the zone's order

@@ -17,6 +17,8 @@ from tlsaudit.domain.scanfacts import (
     OCSP_RESPONDER,
     REVOKED,
     UNKNOWN,
+    CaaFacts,
+    CaaRecord,
     Check,
     Revocation,
     TrustResult,
@@ -28,6 +30,15 @@ CHUNGHWA_EPKI = next(e.key_id for e in table() if e.root.startswith("OU=ePKI Roo
 
 
 OLD_FACTS_LEAF = replace(rsa_cert(), spki_sha256="", ekus=None)     # as audits before #29 stored it
+
+
+LETS_ENCRYPT = "CN=R12,O=Let's Encrypt,C=US"
+
+
+def caa(*records: str) -> CaaFacts:
+    """The relevant RRset at shop.net, each record as a zone file writes it: flags tag "value"."""
+    parsed = [r.split(" ", 2) for r in records]
+    return CaaFacts(("shop.net",), tuple(CaaRecord("shop.net", int(f), t, v.strip('"')) for f, t, v in parsed))
 
 
 def under_root(root_key_id: str, sct, not_before=None):
@@ -143,6 +154,14 @@ ROWS = [
         "info", "low", "issued 2026-01-31, before the rule: its renewal will allow server authentication only"),
     Row("cert.server_auth_only", make_facts(cert=deployment(replace(rsa_cert(), ekus=("serverAuth",)))),
         "pass", "medium", "serverAuth only"),
+    # #29 item 7: CAA, as the DNS answered
+    Row("cert.caa", replace(make_facts(cert=rsa_cert(issuer=LETS_ENCRYPT)), caa=caa('0 issue "sectigo.com"')),
+        "fail", "high", "CAA at shop.net allows only sectigo.com: Let's Encrypt, which issued this certificate, "
+                        "may not issue its renewal"),
+    Row("cert.caa", replace(make_facts(cert=rsa_cert(issuer=LETS_ENCRYPT)), caa=caa('0 issue "letsencrypt.org"')),
+        "pass", "high", "Let's Encrypt (which issued this certificate) is among them"),
+    Row("cert.caa", replace(make_facts(), caa=CaaFacts(("shop.net",), ()) ), "info", "low",
+        "no CAA records at shop.net: any CA may issue"),
     Row("cert.revoked", with_deployment(revocation=Revocation(
         REVOKED, method=OCSP_RESPONDER, source="http://ocsp.test/", revocation_reason="key_compromise",
         revoked_at=NOW - timedelta(days=1))), "fail", "critical",

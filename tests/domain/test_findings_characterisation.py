@@ -28,7 +28,7 @@ from tests.domain.factories import (
     suites_for,
 )
 from tests.domain.finding_rows import blind_server
-from tests.domain.test_findings_cert import ENTRUST_G2, under_root
+from tests.domain.test_findings_cert import ENTRUST_G2, LETS_ENCRYPT, caa, under_root
 from tlsaudit.domain.findings import RULES, derive_findings
 from tlsaudit.domain.scanfacts import (
     BAD,
@@ -91,6 +91,8 @@ def servers() -> dict[str, ScanFacts]:
             hsts_max_age=None, cert=rsa_cert(not_before=NOW + timedelta(days=1))),
         "Entrust chain first logged after Chrome's distrust date": make_facts(
             cert=under_root(ENTRUST_G2, sct=datetime(2025, 1, 3, tzinfo=timezone.utc))),
+        "Let's Encrypt leaf under CAA that names only Sectigo": replace(
+            make_facts(cert=rsa_cert(issuer=LETS_ENCRYPT)), caa=caa('0 issue "sectigo.com"')),
         "leaf of 2026-07 that also allows clientAuth, audited 2026-08": make_facts(
             cert=deployment(replace(rsa_cert(not_before=datetime(2026, 7, 1, tzinfo=timezone.utc)),
                                     ekus=("serverAuth", "clientAuth"))),

@@ -143,7 +143,11 @@ def change_reasons(old: dict, new: dict) -> list[str]:
 
 
 def issuer_org(cert: dict) -> str:
-    issuer = cert.get("issuer", "")
+    return organization_of(cert.get("issuer", ""))
+
+
+def organization_of(issuer: str) -> str:
+    """The O= of an RFC 4514 name, else the whole name."""
     for part in re.split(r"(?<!\\),", issuer):   # RFC 4514: a comma inside a value is escaped
         key, _, value = part.strip().partition("=")
         if key.strip().upper() in ("O", "ORGANIZATIONNAME"):

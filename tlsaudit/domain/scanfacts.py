@@ -221,6 +221,23 @@ class WithoutSni:
     detail: str = ""                    # refused: why, in the TLS library's words
 
 
+@dataclass(frozen=True)
+class CaaRecord:
+    owner: str                          # the name the relevant RRset was found at
+    flags: int
+    tag: str                            # issue, issuewild, iodef, or another (unknown to us)
+    value: str
+
+
+@dataclass(frozen=True)
+class CaaFacts:
+    """The site's CAA records as a CA climbing the DNS tree finds them (workers/net/caa.py)."""
+    queried: tuple[str, ...]            # the names asked, the host name first
+    records: tuple[CaaRecord, ...]      # the relevant RRset; () = none anywhere up the tree
+    error: str = ""                     # the lookup failed: why (the records are then unknown)
+    skipped: str = ""                   # not looked up: why (an IP address, a special-use name)
+
+
 CLIENT_AUTH = ("not_required", "optional", "required")
 
 
@@ -256,6 +273,7 @@ class ScanFacts:
     timed_out_suite_tests: int = 0
     without_sni: WithoutSni | None = None     # None = not probed (audits before #28)
     client_auth: str | None = None            # one of CLIENT_AUTH, as sslyze's connectivity test saw; None = unknown
+    caa: CaaFacts | None = None               # None = not looked up (audits before #29)
 
     def supports(self, protocol: str) -> bool:
         c = self.protocols.get(protocol)
@@ -365,7 +383,15 @@ def _decode_facts(data: dict) -> ScanFacts:
     sims = d.get("client_simulation")
     d["client_simulation"] = None if sims is None else [ClientHandshake(**c) for c in sims]
     d["without_sni"] = WithoutSni(**d["without_sni"]) if d.get("without_sni") else None
+    d["caa"] = _caa(d.get("caa"))
     return ScanFacts(**d)
+
+
+def _caa(d: dict | None) -> CaaFacts | None:
+    if not d:
+        return None
+    return CaaFacts(queried=tuple(d.get("queried", ())), records=tuple(CaaRecord(**r) for r in d.get("records", ())),
+                    error=d.get("error", ""), skipped=d.get("skipped", ""))
 
 
 def _post_quantum(d: dict | None) -> PostQuantum | None:

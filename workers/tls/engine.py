@@ -30,6 +30,7 @@ from tlsaudit.domain.scanfacts import (
     ServerPreference,
 )
 from tlsaudit.domain.services import HTTPS, Service, service_named
+from workers.net.caa import look_up_caa
 from workers.net.errors import TIMEOUT, TargetError
 from workers.net.target import ResolvedTarget, resolve_target
 from workers.tls import aia, clients, hello_preference, outcomes, probes, resumption, revocation, sni, tls13
@@ -166,16 +167,23 @@ def run_scan(
             complete_chains(facts, result, allow_private=allow_private, timeout=network_timeout, resolver=resolver,
                             deadline=deadline)
         # The CA's responder is another server: asked beside our probes, so a slow one takes no time from them.
-        with ThreadPoolExecutor(1, thread_name_prefix="revocation") as checker:
+        # So is the DNS: the site's CAA records are looked up beside them too.
+        with ThreadPoolExecutor(2, thread_name_prefix="revocation") as checker:
             revoked = checker.submit(check_revocations, scan, facts, result, allow_private=allow_private,
                                      timeout=network_timeout, resolver=resolver, deadline=deadline)
+            caa_records = checker.submit(look_up_caa, target.host, resolver,
+                                         max(0.0, min(CAA_BUDGET_S, deadline.remaining() - 1)))
             run_probes(scan, facts, endpoint,
                        beside[0].result() if beside else probe_beside_sslyze(scan, endpoint, kind))
             facts.certificates = revoked.result()
+            facts.caa = caa_records.result()
         with scan.phase("mozilla"):
             mozilla = safe_mozilla_report(result)
         facts.duration_s = round(scan.elapsed(), 3)
         return scan.outcome(facts, raw=raw, mozilla=mozilla)
+
+
+CAA_BUDGET_S = 4.0     # every CAA lookup of an audit, the tree climbed included
 
 
 def preload_sslyze(*then: str) -> None:

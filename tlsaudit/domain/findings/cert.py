@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
+from tlsaudit.domain.alerts import organization_of
+from tlsaudit.domain.caa import judge as judge_caa
 from tlsaudit.domain.distrust import SERVER_AUTH_ONLY_FROM, basis_words, distrusts, other_purposes
 from tlsaudit.domain.distrust import read_at_all as distrust_read
 from tlsaudit.domain.distrust import table_version as distrust_table_version
@@ -387,6 +389,37 @@ def cert_server_auth_only(ctx: Context, dep: CertificateDeployment) -> Outcome:
                            "(2026-06-15)")
     return info(text + f"; issued {_date(leaf.not_before)}, before the rule: its renewal will allow server "
                        "authentication only", severity="low")
+
+
+@rule("cert.caa", "high", "CAA does not let this certificate's CA issue the next one",
+      "CAA allows this certificate's CA",
+      "CAA records (RFC 8659) name the CAs that may issue certificates for a domain; every public CA must check "
+      "them, climbing from the host name to its parents, and refuses when they do not name it or cannot be read. "
+      "Records that leave out the CA you renew with make the next renewal fail; none at all let any CA issue.")
+def cert_caa(ctx: Context) -> Outcome | None:
+    facts = ctx.facts
+    if facts.caa is None or facts.caa.skipped:
+        return None   # not looked up: an audit before #29, or a name no public CA issues for
+    if not facts.certificates:
+        return untested(facts.errors.get("certificate_info", "no certificate was retrieved"))
+    dep = facts.certificates[0]
+    if trusted_privately(dep):
+        return info("the certificate comes from your private CA, which does not check CAA", severity="info",
+                    title="CAA does not apply to a private CA")
+    leaf = dep.leaf
+    wildcard = facts.host.lower() not in (name.lower() for name in leaf.san_dns)
+    verdict = judge_caa(facts.caa, organization_of(leaf.issuer), wildcard)
+    problems = "; ".join(verdict.problems)
+    if verdict.allowed is False:
+        return fail(verdict.text + (f"; also: {problems}" if problems else ""))
+    if verdict.allowed is None:
+        return untested(verdict.text) if facts.caa.error else info(verdict.text, severity="low")
+    if problems:
+        return fail(f"{verdict.text}, but {problems}", severity="medium", title="CAA records with errors")
+    if not facts.caa.records:
+        return info(verdict.text + "; a CAA record naming your CA keeps others from issuing for it",
+                    severity="low", title="No CAA records")
+    return ok(verdict.text)
 
 
 @rule("cert.revoked", "critical", "Certificate revoked", "Certificate not revoked",
