@@ -65,7 +65,7 @@ def test_thirty_sites_take_a_constant_number_of_queries(login, alice, org_a, don
         done_audit(site, at=T0)
         done_audit(site, at=T0 + timedelta(days=1))
     client = login(alice)
-    with django_assert_max_num_queries(13):   # 12, and the scheduled sites' addresses (#27)
+    with django_assert_max_num_queries(14):   # 12, the scheduled sites' addresses (#27), the renewal share (#29)
         response = client.get(url(org_a))
     assert len(response.context["rows"]) == 30
 
@@ -218,7 +218,7 @@ def test_a_crowded_expiry_card_names_the_soonest_and_counts_every_week(login, al
     Site.objects.bulk_create(lapsed + coming)
     client = login(alice)
     client.get(url(org_a))  # the session's first queries
-    with time_machine.travel(NOW, tick=False), django_assert_max_num_queries(13):  # + the per-week counts, + addresses
+    with time_machine.travel(NOW, tick=False), django_assert_max_num_queries(14):  # + the per-week counts, + addresses, + renewal share
         response = client.get(url(org_a))
     expired = [r.site.hostname for r, _ in response.context["expired"]]
     assert len(expired) == module.EXPIRED_LISTED and expired[0] == f"old{module.EXPIRED_LISTED + 6:03d}.example"

@@ -44,8 +44,9 @@ def test_the_site_page_with_its_latest_audits(n, login, alice, site_a, history, 
     audits = history(site_a, n)
     url = reverse("sites:detail", args=[org_slug(site_a), site_a.pk])
     client = warm(login(alice), url)
-    # + the latest report's recommendations, the probe, handshake run and load run they are priced from (#26)
-    with django_assert_max_num_queries(12):
+    # + the latest report's recommendations, the probe, handshake run and load run they are priced from (#26),
+    # + the latest leaf and its CA's renewal window (#29)
+    with django_assert_max_num_queries(14):
         response = client.get(url)
     assert len(response.context["audits"]) == min(n, 20)
     assert response.context["latest"].pk == audits[-1].pk
@@ -69,7 +70,7 @@ def test_the_history_page_chart_and_diffs(n, login, alice, site_a, history, djan
     url = reverse("monitoring:history", args=[org_slug(site_a), site_a.pk])
     client = warm(login(alice), url)
     for query in ("", f"?a={audits[0].pk}&b={audits[-1].pk}"):
-        with django_assert_max_num_queries(8):
+        with django_assert_max_num_queries(10):   # + the leaves of every audit and the renewal share (#29)
             response = client.get(url + query)
         assert len(response.context["chart"]["points"]) == len(audits)
         assert response.context["pair"] is not None
@@ -82,8 +83,8 @@ def test_the_portfolio_and_its_filters(n, login, alice, org_a, many_sites, djang
     client = warm(login(alice), url)
     for query in ("", "?tag=eu", "?grade=B", "?tag=shop&grade=A%2B"):
         # The page of rows and its tags, the counts in one aggregate, the two expiry lists (#16), the
-        # scheduled sites' addresses for the crowded-address check (#27).
-        with django_assert_max_num_queries(12):
+        # scheduled sites' addresses for the crowded-address check (#27), the renewal share the forecast states (#29).
+        with django_assert_max_num_queries(13):
             response = client.get(url + query)
         assert response.status_code == 200
     assert len(client.get(url).context["rows"]) == n

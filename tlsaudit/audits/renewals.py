@@ -13,9 +13,14 @@ from cryptography.x509.oid import NameOID
 from django.conf import settings
 from django.utils import timezone
 
-from tlsaudit.audits.models import Audit, RenewalInfo
+from tlsaudit.alerts.models import AlertSettings
+from tlsaudit.audits.models import Audit, AuditCertificate, RenewalInfo
 from tlsaudit.core import outbound
 from tlsaudit.domain import ari
+from tlsaudit.domain import renewals as renewal_rules
+from tlsaudit.domain.alerts import RENEWAL_SHARE, organization_of
+from tlsaudit.domain.renewals import renewal_due
+from tlsaudit.sites.models import Site
 
 PURPOSE = "ACME Renewal Information requests"
 USER_AGENT = "TLSAudit-ARI/1 (+RFC 9773)"
@@ -138,7 +143,35 @@ def store(audit: Audit, fingerprint: str, ca: ari.CaDirectory, cert_id: str, ans
         row.window_start, row.window_end = answer.window.start, answer.window.end
         row.explanation_url = answer.window.explanation_url
     row.save()
+    if answer.window is not None and audit.site.last_audit_id == audit.pk:
+        Site.objects.filter(pk=audit.site_id).update(cert_renew_at=renew_at(audit.site_id, audit.pk))
     return Refreshed(audit, row, before if moved else None)
+
+
+def renew_at(site_id: int, audit_id: int):
+    """When the audit's leaf is due for renewal (tlsaudit/domain/renewals.py), with the CA's ARI window
+    when one was fetched and the organization's renewal share otherwise."""
+    leaf = AuditCertificate.objects.filter(audit_id=audit_id, deployment=0, position=0).first()
+    if leaf is None:
+        return None
+    ari = RenewalInfo.objects.filter(site_id=site_id, fingerprint=leaf.fingerprint_sha256,
+                                     window_start__isnull=False).values_list("window_start", flat=True).first()
+    prefs = AlertSettings.objects.filter(organization__sites=site_id).first()
+    share = prefs.renewal_share_pct / 100 if prefs else RENEWAL_SHARE
+    return renewal_due(leaf.not_before, leaf.not_after, ari, share)
+
+
+def site_history(site, share: float | None = None) -> renewal_rules.History:
+    """Every leaf the site's finished audits served, oldest first, judged (tlsaudit/domain/renewals.py)."""
+    rows = (AuditCertificate.objects.filter(audit__site=site, audit__status=Audit.Status.DONE, deployment=0, position=0)
+            .values_list("audit__finished_at", "audit__created_at", "fingerprint_sha256", "not_before", "not_after",
+                         "issuer"))
+    seen = [renewal_rules.Seen(finished or created, fingerprint, not_before, not_after, organization_of(issuer))
+            for finished, created, fingerprint, not_before, not_after, issuer in rows]
+    if share is None:
+        prefs = AlertSettings.objects.filter(organization_id=site.organization_id).first()
+        share = prefs.renewal_share_pct / 100 if prefs else RENEWAL_SHARE
+    return renewal_rules.history(seen, share)
 
 
 def current_window(site_id: int, fingerprint: str) -> RenewalInfo | None:

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from tlsaudit.alerts.services import evaluate_on_commit as evaluate_alerts_on_commit
 from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
+from tlsaudit.audits.renewals import renew_at
 from tlsaudit.core import runners
 from tlsaudit.core.queue import QueueUnavailable, enqueue, messages_lost, queue_is_empty
 from tlsaudit.core.ratelimits import RateLimited, enforce, times, times_since
@@ -455,10 +456,12 @@ def done_summary(site_id: int) -> dict:
     done = list(Audit.objects.filter(site_id=site_id, status=Audit.Status.DONE).order_by("-finished_at", "-pk")
                 .values_list("pk", "score", "facts__post_quantum__check__status")[:2])
     if not done:
-        return {"latest_score": None, "previous_score": None, "cert_expires_at": None, "pq_ready": None}
+        return {"latest_score": None, "previous_score": None, "cert_expires_at": None, "pq_ready": None,
+                "cert_renew_at": None}
     expiry = AuditCertificate.objects.filter(audit_id=done[0][0], position=0).aggregate(first=Min("not_after"))
     return {"latest_score": done[0][1], "previous_score": done[1][1] if len(done) > 1 else None,
-            "cert_expires_at": expiry["first"], "pq_ready": {OK: True, BAD: False}.get(done[0][2])}
+            "cert_expires_at": expiry["first"], "pq_ready": {OK: True, BAD: False}.get(done[0][2]),
+            "cert_renew_at": renew_at(site_id, done[0][0])}
 
 
 def reap_abandoned(now=None, *, lost: bool | None = None) -> dict:

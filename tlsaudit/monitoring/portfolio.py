@@ -24,6 +24,7 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from tlsaudit.domain.diff import GRADE_ORDER, grades_at_or_below, rank
+from tlsaudit.domain.renewals import Forecast, forecast_bounds
 from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.sites.models import Site
 
@@ -67,6 +68,7 @@ class Portfolio:
     expired: list[Row]          # the longest expired first, at most EXPIRED_LISTED
     expired_count: int
     calendar: list[Week]
+    forecast: Forecast | None = None
 
     @property
     def rows(self) -> list[Row]:
@@ -83,7 +85,7 @@ def portfolio(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: 
     sites = matching_sites(org, tag=tag, grade=grade, grade_max=grade_max)
     counts = sites.aggregate(n_total=Count("pk"), n_ready=Count("pk", filter=Q(pq_ready=True)),
                              n_untested=Count("pk", filter=Q(pq_ready__isnull=True)),
-                             n_expired=Count("pk", filter=Q(cert_expires_at__lt=now)))
+                             n_expired=Count("pk", filter=Q(cert_expires_at__lt=now)), **forecast_counts(now))
     paginator = Paginator(worst_first_in_sql(sites), PAGE_SIZE)
     paginator.count = counts["n_total"]  # already counted by the aggregate: no second COUNT(*)
     table = paginator.get_page(page)
@@ -91,7 +93,25 @@ def portfolio(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: 
     expired, coming = soonest_expiries(sites, org, now)
     return Portfolio(page=table, total=counts["n_total"], pq_ready=counts["n_ready"],
                      pq_untested=counts["n_untested"], expired=expired, expired_count=counts["n_expired"],
-                     calendar=expiry_weeks(coming, sites, now))
+                     calendar=expiry_weeks(coming, sites, now), forecast=forecast_of(counts))
+
+
+def forecast_counts(now: datetime) -> dict:
+    """Aggregates of renewals overdue and due soon, from the sites' cert_renew_at column (for one aggregate)."""
+    week, month = forecast_bounds(now)
+    due = Q(last_audit_status="done")
+    return {"renew_overdue": Count("pk", filter=due & Q(cert_renew_at__lt=now)),
+            "renew_week": Count("pk", filter=due & Q(cert_renew_at__gte=now, cert_renew_at__lt=week)),
+            "renew_month": Count("pk", filter=due & Q(cert_renew_at__gte=now, cert_renew_at__lt=month))}
+
+
+def forecast_of(counts: dict) -> Forecast:
+    return Forecast(overdue=counts["renew_overdue"], next_week=counts["renew_week"], next_month=counts["renew_month"])
+
+
+def renewal_forecast(sites: QuerySet, now: datetime) -> Forecast:
+    """The forecast of `sites` on its own: one aggregate query."""
+    return forecast_of(sites.aggregate(**forecast_counts(now)))
 
 
 def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: str = "") -> list[Row]:

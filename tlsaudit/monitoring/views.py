@@ -6,7 +6,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from tlsaudit.alerts.models import AlertSettings
+from tlsaudit.audits.renewals import site_history as renewal_history
 from tlsaudit.domain import roles
+from tlsaudit.domain.alerts import RENEWAL_SHARE_PCT
 from tlsaudit.domain.text import expiry_words
 from tlsaudit.monitoring import history, schedules
 from tlsaudit.monitoring import portfolio as folios
@@ -35,7 +38,8 @@ def _history_context(request, org, site, schedule_form=None):
             "pair": pair, "diff": history.diff_between(*pair) if pair else None,
             "nightly": history.nightly_diff(tuple(audits[p.pk] for p in last_night) if last_night else None),
             "schedule": schedule,
-            "schedule_form": schedule_form, "can_schedule": roles.can(org.role, "manage_sites")}
+            "schedule_form": schedule_form, "can_schedule": roles.can(org.role, "manage_sites"),
+            "renewals": renewal_history(site)}
 
 
 @login_required
@@ -77,7 +81,12 @@ def _portfolio_context(request, org, window_form=None):
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
             "window_verdict": schedules.window_verdict(policy), "crowded": schedules.crowded_addresses(policy),
             "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
-            "can_run_audits": roles.can(org.role, "run_audits")}
+            "can_run_audits": roles.can(org.role, "run_audits"), "renewal_share_pct": renewal_share_pct(org)}
+
+
+def renewal_share_pct(org) -> int:
+    prefs = AlertSettings.objects.filter(organization=org).first()
+    return prefs.renewal_share_pct if prefs else RENEWAL_SHARE_PCT
 
 
 @login_required

@@ -20,6 +20,7 @@ from django.utils.safestring import mark_safe
 from tlsaudit.audits.presenters import present_report
 from tlsaudit.audits.visitor import with_visitor_effects
 from tlsaudit.domain.applicability import tools_not_applicable
+from tlsaudit.domain.renewals import Forecast, forecast_bounds
 from tlsaudit.domain.text import days_until, expiry_words
 from tlsaudit.loadtests import presenters as perf_presenters
 from tlsaudit.loadtests.models import PerfRun
@@ -66,7 +67,15 @@ def portfolio_report(org) -> dict:
     chart = {"id": "grades", "title": "Sites per grade", "type": "bar", "x_title": "grade", "y_title": "sites",
              "labels": list(grades), "datasets": [{"label": "sites", "data": list(grades.values())}], "stacked": False}
     return {"org": org, "branding": branding_of(org), "generated_at": timezone.now(), "rows": rows,
-            "charts": [chart] if rows else []}
+            "charts": [chart] if rows else [], "forecast": forecast_of_rows(rows, now)}
+
+
+def forecast_of_rows(rows: list[dict], now) -> Forecast:
+    """The renewal forecast from the rows' sites (their cert_renew_at column): no query of its own."""
+    week, month = forecast_bounds(now)
+    due = [r["site"].cert_renew_at for r in rows if r["status"] == "done" and r["site"].cert_renew_at]
+    return Forecast(overdue=sum(d < now for d in due), next_week=sum(now <= d < week for d in due),
+                    next_month=sum(now <= d < month for d in due))
 
 
 def portfolio_row(site, now) -> dict:
@@ -78,6 +87,8 @@ def portfolio_row(site, now) -> dict:
             "expires": expiry, "days_left": days_until(expiry, now),
             "expiry_words": expiry_words(days_until(expiry, now)),
             "expires_day": formatted(expiry, "%Y-%m-%d"), "audited": formatted(site.last_audit_at, "%Y-%m-%d %H:%M"),
+            "renew_day": formatted(site.cert_renew_at if done else None, "%Y-%m-%d"),
+            "renewal_overdue": bool(done and site.cert_renew_at and site.cert_renew_at < now),
             "audited_at": site.last_audit_at, "status": site.last_audit_status}
 
 

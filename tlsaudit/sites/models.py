@@ -47,6 +47,9 @@ class Site(models.Model):
     latest_score = models.PositiveSmallIntegerField(null=True, blank=True)
     previous_score = models.PositiveSmallIntegerField(null=True, blank=True)
     cert_expires_at = models.DateTimeField(null=True, blank=True, help_text="earliest leaf not_after")
+    cert_renew_at = models.DateTimeField(null=True, blank=True,
+                                         help_text="when the served leaf is due for renewal: its CA's ARI window "
+                                                   "start, else two thirds of its life (the portfolio's forecast)")
     pq_ready = models.BooleanField(null=True, blank=True,
                                    help_text="accepts a hybrid post-quantum group; null = not tested")
 
@@ -56,7 +59,8 @@ class Site(models.Model):
         ]
         # (organization, cert_expires_at): the portfolio's expiry card reads the soonest expiries (#16).
         indexes = [models.Index(fields=["organization", "hostname"]),
-                   models.Index(fields=["organization", "cert_expires_at"], name="site_org_expiry")]
+                   models.Index(fields=["organization", "cert_expires_at"], name="site_org_expiry"),
+                   models.Index(fields=["organization", "cert_renew_at"], name="site_org_renewal")]
         ordering = ["hostname", "https_port"]
 
     def __str__(self):

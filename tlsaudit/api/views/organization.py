@@ -12,8 +12,10 @@ from tlsaudit.api.logging import log
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
 from tlsaudit.api.views.sites import sites_of
+from tlsaudit.monitoring.portfolio import renewal_forecast
 from tlsaudit.orgs.forms import OrganizationSettingsForm
 from tlsaudit.orgs.models import Membership
+from tlsaudit.sites.models import Site
 
 PORTFOLIO_LIST_LIMIT = 100
 
@@ -58,6 +60,13 @@ PortfolioSerializer = inline_serializer("Portfolio", {
     "expiring_within_days": serializers.IntegerField(),
     "expiring": serializers.IntegerField(),
     "expiring_sites": SiteSerializer(many=True),
+    "renewals": inline_serializer("RenewalForecast", {
+        "overdue": serializers.IntegerField(help_text="Certificates still served past their renewal point: the "
+                                                      "start of their CA's ARI window, else 67 % of their life."),
+        "due_next_week": serializers.IntegerField(),
+        "due_next_30_days": serializers.IntegerField(),
+        "summary": serializers.CharField(help_text='"12 renewals due next week, 2 overdue"'),
+    }),
 })
 
 
@@ -86,7 +95,13 @@ class PortfolioView(OrgView):
             "failing_sites": SiteSerializer(failing[:PORTFOLIO_LIST_LIMIT], many=True, context=context).data,
             "expiring_within_days": days, "expiring": expiring.count(),
             "expiring_sites": SiteSerializer(expiring[:PORTFOLIO_LIST_LIMIT], many=True, context=context).data,
+            "renewals": forecast_body(renewal_forecast(Site.objects.filter(organization=self.org), timezone.now())),
         })
+
+
+def forecast_body(forecast) -> dict:
+    return {"overdue": forecast.overdue, "due_next_week": forecast.next_week,
+            "due_next_30_days": forecast.next_month, "summary": forecast.sentence()}
 
 
 def parse_horizon(raw: str) -> int:

@@ -2,8 +2,8 @@ from datetime import timedelta
 
 from django.db.models import OuterRef, Q, Subquery
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import mixins, status
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import mixins, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
@@ -20,6 +20,7 @@ from tlsaudit.api.serializers import (
 )
 from tlsaudit.api.views.common import FIELDS_PARAM, PAGE_SIZE_PARAM
 from tlsaudit.audits.models import AuditCertificate, RenewalInfo
+from tlsaudit.audits.renewals import site_history
 from tlsaudit.domain.diff import grades_at_or_below
 from tlsaudit.domain.services import SERVICES
 from tlsaudit.sites.models import Site
@@ -190,3 +191,42 @@ def actor(request):
 
 def record_deletion(request, org, site) -> None:
     log(request, "site.deleted", org=org, target=site.origin, site_id=site.pk)
+
+
+RENEWAL_CHANGE_FIELDS = {
+    "fingerprint": serializers.CharField(help_text="SHA-256 of the leaf, hex."),
+    "issuer_org": serializers.CharField(),
+    "not_before": serializers.DateTimeField(),
+    "not_after": serializers.DateTimeField(),
+    "lifetime_days": serializers.FloatField(),
+    "first_seen": serializers.DateTimeField(help_text="The first finished audit that saw it served."),
+    "replaced_at": serializers.DateTimeField(allow_null=True, help_text="The first audit that saw its successor."),
+    "margin_days": serializers.FloatField(allow_null=True, help_text="Days left on it when it was replaced."),
+}
+RenewalHistorySerializer = inline_serializer("RenewalHistory", {
+    "automated": serializers.BooleanField(help_text="Whether the evidence says a client renews it on its own."),
+    "evidence": serializers.ListField(child=serializers.CharField()),
+    "flags": serializers.ListField(child=serializers.CharField(),
+                                   help_text="A shrinking renewal margin; the lifetime caps a certificate renewed by "
+                                             "hand will meet, with their dates."),
+    "renewal_due": serializers.DateTimeField(allow_null=True, help_text="When the served leaf is due for renewal: its "
+                                             "CA's ARI window start, else the organization's share of its life."),
+    "changes": inline_serializer("RenewalChange", RENEWAL_CHANGE_FIELDS, many=True),
+})
+
+
+class SiteRenewals(OrgView):
+    def get_queryset(self):
+        return Site.objects.filter(organization=self.org)
+
+    @extend_schema(summary="A site's certificate renewals: history, automation evidence, flags",
+                   responses={200: RenewalHistorySerializer})
+    def get(self, request, pk):
+        site = self.get_object()
+        found = site_history(site)
+        changes = [{"fingerprint": c.fingerprint, "issuer_org": c.issuer_org, "not_before": c.not_before,
+                    "not_after": c.not_after, "lifetime_days": c.lifetime_days, "first_seen": c.first_seen,
+                    "replaced_at": c.replaced_at, "margin_days": c.margin_days} for c in found.changes]
+        body = {"automated": found.automated, "evidence": found.evidence, "flags": found.flags,
+                "renewal_due": site.cert_renew_at, "changes": changes}
+        return Response(body)
