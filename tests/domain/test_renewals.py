@@ -47,10 +47,16 @@ def test_a_certificate_renewed_by_hand_meets_the_caps_with_their_dates():
     found = history(seen)
     assert not found.automated
     assert found.flags == [
-        "renewed by hand: the next certificate, due 2026-08-24, can live at most 200 days, not 398",
-        "renewed by hand: certificates issued from 2027-03-15 live at most 100 days; automate renewal (an ACME "
-        "client) before then"]
+        "not shown to renew automatically: the next certificate, due 2026-08-24, can live at most 200 days, not 398",
+        "not shown to renew automatically: certificates issued from 2027-03-15 live at most 100 days; automate "
+        "renewal (an ACME client) before then"]
     assert (cap_for(datetime(2027, 3, 14).date()), cap_for(datetime(2029, 3, 15).date())) == (200, 47)
+
+
+def test_a_90_day_certificate_not_shown_automated_hears_of_the_47_day_cap_only():
+    seen = [Seen(START, "y", START - timedelta(days=5), START + timedelta(days=85), "TLS Audit test lab")]
+    assert history(seen).flags == ["not shown to renew automatically: certificates issued from 2029-03-15 live at "
+                                   "most 47 days; automate renewal (an ACME client) before then"]
 
 
 def test_a_six_day_certificate_rotated_every_three_days_is_automated():

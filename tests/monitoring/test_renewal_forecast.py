@@ -50,7 +50,8 @@ def test_a_hand_renewed_certificate_is_flagged_with_the_cap_and_its_date(login, 
     served(site, NOW, NOW - timedelta(days=30), 397, "d", issuer="CN=Some CA,O=DigiCert Inc,C=US")
     page = login(alice).get(reverse("monitoring:history", args=[org_a.slug, site.pk])).content.decode()
     flags = page.split('data-testid="renewal-flags"')[1].split("</ul>")[0]
-    assert "can live at most" in flags and "Renewed by hand" in flags
+    assert "can live at most 100 days, not 397" in flags and "Not shown to renew automatically" in flags
+    assert "from 2029-03-15 live at most 47 days" in flags
 
 
 def test_the_portfolio_forecasts_renewals_on_the_page_the_api_and_the_pdf(login, alice, org_a):

@@ -113,20 +113,22 @@ def cap_for(issued: date) -> int | None:
 
 
 def cap_flags(current: Change, automated: bool, share: float = RENEWAL_SHARE) -> list[str]:
-    """For a certificate renewed by hand: the cap its next one will get, and when the caps shrink after that."""
+    """For a certificate not shown to renew automatically: the cap its next one will get when that is shorter
+    than its lifetime, and the next date a cap falls below it."""
     if automated:
         return []
     due = renewal_due(current.not_before, current.not_after, share=share).date()
     cap = cap_for(due)
-    later = [(since, days) for since, days in LIFETIME_CAPS if since > due]
     words = []
     if cap is not None and current.lifetime_days > cap:
-        words.append(f"renewed by hand: the next certificate, due {due:%Y-%m-%d}, can live at most {cap} days, "
-                     f"not {current.lifetime_days:g}")
+        words.append(f"not shown to renew automatically: the next certificate, due {due:%Y-%m-%d}, can live at most "
+                     f"{cap} days, not {current.lifetime_days:g}")
+    later = [(since, days) for since, days in LIFETIME_CAPS if since > due and days < min(current.lifetime_days,
+                                                                                          cap or current.lifetime_days)]
     if later:
         since, days = later[0]
-        words.append(f"renewed by hand: certificates issued from {since:%Y-%m-%d} live at most {days} days; "
-                     "automate renewal (an ACME client) before then")
+        words.append(f"not shown to renew automatically: certificates issued from {since:%Y-%m-%d} live at most "
+                     f"{days} days; automate renewal (an ACME client) before then")
     return words
 
 
