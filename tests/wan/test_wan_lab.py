@@ -94,8 +94,10 @@ def test_a_tcp_connect_and_an_echo_each_take_one_rtt(wan, echo_port, rtt):
     link = wan(rtt)
     with SchedulingLag() as lag:
         samples = [connect_and_echo_ms(link.host, echo_port) for _ in range(7 if rtt < 150 else 4)]
-    connect = statistics.median(s[0] for s in samples)
-    echo = statistics.median(s[1] for s in samples)
+    # The fastest sample: a busy machine only adds time (a full suite on both cores put a 0 ms link's median echo
+    # at 3.7 ms while the lag probe saw 0.1 ms), and a link that cost a round trip too many would on every sample.
+    connect = min(s[0] for s in samples)
+    echo = min(s[1] for s in samples)
     lag_ms = lag.worst * 1000
     assert within(connect, rtt, lag_ms), f"TCP connect {connect:.2f} ms through a {rtt} ms link (lag {lag_ms:.1f} ms)"
     assert within(echo, rtt, lag_ms), f"echo {echo:.2f} ms through a {rtt} ms link (lag {lag_ms:.1f} ms)"
