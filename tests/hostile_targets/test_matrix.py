@@ -57,7 +57,7 @@ PAGE_TIMEOUT = ("failed", "timeout", [f"The page did not finish loading within {
 LOAD_STALLED = ("failed", "stalled", ["Every request to https://localhost:", "timed out",
                                       "a few bytes at a time"])
 # A run is bounded as a whole by its organization's maximum duration (MAX_DURATION_S here, see below).
-MAX_DURATION_S = 20
+MAX_DURATION_S = 30
 RUN_MAX_DURATION = ("failed", "max_duration", [f"maximum duration of {MAX_DURATION_S} s",
                                                "steps that finished are kept"])
 EXPECTED = {

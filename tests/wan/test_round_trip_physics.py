@@ -137,8 +137,8 @@ def wan_probe_browser(probe_site, link):
 
 def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_probe_browser):
     """Cold HTTPS: TCP 1, TLS 1.3 1, TTFB 1; cold HTTP: TCP 1, TTFB 1; warm: no connect, TTFB 1.
-    Each phase is the fastest of five loads (see `fastest`); the medians the product shows carry the
-    machine's scheduling too, and a full suite on two cores has put 2 of 3 cold HTTP loads 80 ms late.
+    Each TLS and TTFB phase is the fastest of five loads (see `fastest`); the medians the product shows carry
+    the machine's scheduling too, and a full suite on two cores has put 2 of 3 cold HTTP loads 80 ms late.
     Chromium's connect phase gets a lower band of 0.6 RTT: on a cold navigation it opens the socket a
     few ms before the request's timing origin (3-8 ms on a quiet machine, 15 ms seen with the whole suite
     running on both cores), so part of the SYN's round trip falls outside the phase. The probe's own RTT
@@ -157,7 +157,9 @@ def test_the_browser_probe_phases_split_into_round_trips(probe_site, link, wan_p
     assert summary["https_cold"]["samples"] == 5 and result["loads"][0]["tls"]["protocol"] == "TLS 1.3"
 
     def phase(cell: str, metric: str) -> float:
-        return fastest(result, cell, metric)
+        # The connect phase keeps the median: Chromium's timing-origin bias takes time off it (see above), so
+        # its fastest load is the most biased one, not the least disturbed.
+        return summary[cell][metric]["median"] if metric == "connect" else fastest(result, cell, metric)
 
     assert_round_trips(phase("https_cold", "connect"), rtt, 1, "cold HTTPS TCP connect", low=0.4)
     assert_round_trips(phase("https_cold", "tls"), rtt, 1, "cold HTTPS TLS 1.3 handshake")

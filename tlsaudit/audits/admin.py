@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
+from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite, RenewalInfo
 
 
 class FindingInline(admin.TabularInline):
@@ -43,3 +43,12 @@ class AuditCertificateAdmin(admin.ModelAdmin):
     list_filter = ["key_type"]
     search_fields = ["subject", "issuer", "fingerprint_sha256"]
     raw_id_fields = ["audit"]
+
+
+@admin.register(RenewalInfo)
+class RenewalInfoAdmin(admin.ModelAdmin):
+    list_display = ["site", "ca_name", "status", "window_start", "window_end", "earlier_from_end", "fetched_at"]
+    list_filter = ["status", "ca_name"]
+    search_fields = ["site__hostname", "fingerprint", "cert_id"]
+    raw_id_fields = ["site"]
+    readonly_fields = ["fetched_at"]

@@ -40,6 +40,7 @@ from tlsaudit.demo.bulk import JsonText, insert_rows, reserve_ids
 from tlsaudit.domain import alerts as alert_rules
 from tlsaudit.domain import roles
 from tlsaudit.domain.audit_report import build_report
+from tlsaudit.domain.renewals import renewal_due
 from tlsaudit.loadtests.models import PerfRun, SiteVerification
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
 from tlsaudit.monitoring.schedules import RUN_TASK, task_name
@@ -414,7 +415,7 @@ class Writer:
 PERF_JSON = ("params", "progress", "results", "summary")
 PERF_VARIANTS = 1
 SUMMARY_FIELDS = ["last_audit", "last_audit_at", "last_audit_status", "last_grade", "latest_score",
-                  "previous_score", "cert_expires_at"]
+                  "previous_score", "cert_expires_at", "cert_renew_at"]
 PROGRESS_TEXT = json.dumps(PROGRESS)
 FAILED_PROGRESS_TEXT = json.dumps(PROGRESS[:2])
 TIMINGS_TEXT = json.dumps(TIMINGS)
@@ -430,7 +431,9 @@ def apply_summary(site, rows) -> None:
     site.last_grade = last.grade if last.status == "done" else ""
     site.latest_score = done[-1].score if done else None
     site.previous_score = done[-2].score if len(done) > 1 else None
-    site.cert_expires_at = done[-1].graded.facts.certificates[0].leaf.not_after if done else None
+    leaf = done[-1].graded.facts.certificates[0].leaf if done else None
+    site.cert_expires_at = leaf.not_after if leaf else None
+    site.cert_renew_at = renewal_due(leaf.not_before, leaf.not_after) if leaf else None
 
 
 # --- grading and placeholders -----------------------------------------------------------------------
@@ -532,8 +535,11 @@ def alert_summary(audit, plan, streak: list[int]) -> dict:
     ids = certificate_ids(plan.hostname, plan.certs[run.cert], run.config)
     return {"audit_id": audit.pk, "site_id": audit.site_id, "status": "done", "grade": audit.grade,
             "score": audit.score, "error": "", "caps": graded.caps, "findings": graded.failing,
-            "cert": {"fingerprint": ids["fingerprint"], "not_after": leaf.not_after,
-                     "subject": leaf.subject.replace(configs.HOST, plan.hostname)},
+            "cert": {"fingerprint": ids["fingerprint"], "not_before": leaf.not_before, "not_after": leaf.not_after,
+                     "subject": leaf.subject.replace(configs.HOST, plan.hostname),
+                     "issuer": leaf.issuer.replace(configs.HOST, plan.hostname),
+                     "names": sorted(n.replace(configs.HOST, plan.hostname) for n in leaf.san_dns),
+                     "ari_end": None},
             "consecutive_failures": 0, "failing_since": None}
 
 
