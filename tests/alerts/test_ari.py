@@ -87,6 +87,8 @@ class AriServer:
         self.windows: dict[str, dict] = {}
         self.requests: list[str] = []
         self.behaviour = ""
+        self.raw_body = None            # sent as the renewalInfo answer, byte for byte, when set
+        self.renewal_base = None        # what the directory names as renewalInfo, when set
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -96,9 +98,11 @@ class AriServer:
             def do_GET(self):  # noqa: N802 — http.server's name
                 server.requests.append(self.path)
                 if self.path == "/directory":
-                    return self.answer(200, {"renewalInfo": f"{server.base}/acme/renewal-info",
+                    return self.answer(200, {"renewalInfo": server.renewal_base or f"{server.base}/acme/renewal-info",
                                              "newNonce": f"{server.base}/acme/new-nonce"})
                 cert_id = self.path.removeprefix("/acme/renewal-info/")
+                if server.raw_body is not None:
+                    return self.answer(200, None, raw=server.raw_body.encode())
                 if server.behaviour == "500":
                     return self.answer(500, {"type": "urn:ietf:params:acme:error:serverInternal"})
                 if server.behaviour == "garbage":
@@ -119,8 +123,8 @@ class AriServer:
                     return self.answer(404, {"type": "urn:ietf:params:acme:error:malformed"})
                 return self.answer(200, server.windows[cert_id], {"Retry-After": "21600"})
 
-            def answer(self, status, body, headers=None):
-                data = json.dumps(body).encode()
+            def answer(self, status, body, headers=None, raw=None):
+                data = raw if raw is not None else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -262,4 +266,46 @@ def test_a_certificate_from_a_ca_without_ari_asks_nobody(ari_server, site_a, tmp
     with override_settings(ARI_DIRECTORIES=[]):
         audited(site_a, other)
     assert not RenewalInfo.objects.exists() and ari_server.requests == []
+    assert "publishes no renewal window we know of" in login(alice).get(site_a.get_absolute_url()).content.decode()
+
+
+@pytest.mark.parametrize("behaviour, body, words", [
+    ("nested", "[" * 16000, "not an ARI answer (RecursionError"),
+    ("year 1", '{"suggestedWindow": {"start": "0001-01-01T00:00:00+14:00", "end": "0001-01-02T00:00:00Z"}}',
+     "not an ARI answer"),
+    ("far future", '{"suggestedWindow": {"start": "2999-01-01T00:00:00Z", "end": "2999-01-02T00:00:00Z"}}',
+     "is outside any certificate's life"),
+])
+def test_answers_built_to_crash_the_task_are_recorded_failures(ari_server, leaf, site_a, behaviour, body, words):
+    ari_server.raw_body = body
+    audited(site_a, leaf)
+    row = RenewalInfo.objects.get(site=site_a)
+    assert row.status == "failed" and words in row.error, row.error
+
+
+def test_a_directory_that_sends_renewal_requests_elsewhere_is_not_followed(ari_server, leaf, site_a):
+    ari_server.renewal_base = "http://127.0.0.2:9/acme/renewal-info"
+    audited(site_a, leaf)
+    row = RenewalInfo.objects.get(site=site_a)
+    assert row.status == "failed" and "sends renewal requests to another host (127.0.0.2): not followed" in row.error
+    assert ari_server.requests == ["/directory"]
+
+
+def test_a_self_signed_certificate_claiming_a_public_ca_asks_that_ca_nothing(site_a, monkeypatch, login, alice):
+    """O=Let's Encrypt on a certificate no store trusts: Let's Encrypt's real ARI server is never asked."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Let's Encrypt"),
+                      x509.NameAttribute(NameOID.COMMON_NAME, "R12")])
+    forged = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+              .serial_number(x509.random_serial_number()).not_valid_before(NOW - timedelta(days=1))
+              .not_valid_after(NOW + timedelta(days=89))
+              .add_extension(x509.AuthorityKeyIdentifier(bytes(150), None, None), critical=False)
+              .sign(key, hashes.SHA256()))
+    asked = []
+    monkeypatch.setattr("tlsaudit.core.outbound.get", lambda *a, **k: asked.append(a))  # nothing may go out
+    audit = done_audit(site_a, cert=deployment(describe_certificate(forged), trusted=False), at=NOW)
+    evaluate_audit(audit.pk)
+    assert asked == [] and not RenewalInfo.objects.exists()
     assert "publishes no renewal window we know of" in login(alice).get(site_a.get_absolute_url()).content.decode()

@@ -126,8 +126,19 @@ def test_an_organization_sets_the_share_and_the_backstop():
     [event] = alerts.expiry_events(half_used, NOW, alerts.ExpiryPolicy(renewal_share=0.5))
     assert event.data["trigger"] == "lifetime"
     five_left = summary(cert_=cert(days=5))
-    assert alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(renewal_share=0.99, backstop_days=0)) == []
-    [event] = alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(renewal_share=0.99, backstop_days=14))
+    [event] = alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(backstop_days=14))
+    assert event.data["trigger"] == "backstop"
+    [event] = alerts.expiry_events(five_left, NOW, alerts.ExpiryPolicy(backstop_days=0))
+    assert event.data["trigger"] == "lifetime"      # no backstop: the share still catches it
+
+
+def test_the_backstop_never_reaches_into_a_healthy_renewal_window():
+    """47-day certificates (from 2029) renewed at two thirds have 15.5 days left: a 60-day backstop would
+    fire at every renewal, so it is held to half the window that is left after the share (7.8 days)."""
+    fresh = summary(cert_=cert(days=40, lifetime=47))
+    assert alerts.expiry_events(fresh, NOW, alerts.ExpiryPolicy(backstop_days=60)) == []
+    [event] = alerts.expiry_events(summary(cert_=cert(days=7.5, lifetime=47)), NOW,
+                                   alerts.ExpiryPolicy(backstop_days=60))
     assert event.data["trigger"] == "backstop"
 
 

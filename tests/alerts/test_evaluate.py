@@ -133,7 +133,8 @@ def test_the_daily_check_alerts_expiry_for_sites_not_audited_today(recipients, s
 
     other = Site.objects.create(organization=org_a, hostname="fresh.example.com")
     for site in (site_a, other):
-        audit = done_audit(site, cert=deployment(rsa_cert(not_after=NOW + timedelta(days=6))))
+        audit = done_audit(site, cert=deployment(rsa_cert(not_before=NOW - timedelta(days=90),
+                                                          not_after=NOW + timedelta(days=6))))
         audit_services.update_site_summary(audit)
     Site.objects.filter(pk=site_a.pk).update(last_audit_at=NOW - timedelta(days=1))
     Site.objects.filter(pk=other.pk).update(last_audit_at=NOW - timedelta(hours=1))  # its own audit alerts

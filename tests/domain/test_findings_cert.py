@@ -139,7 +139,7 @@ ROWS = [
                             "(earliest Certificate Transparency timestamp 2025-01-03)"),
     Row("cert.distrusted_after", make_facts(cert=under_root(ENTRUST_G2, sct=datetime(2024, 11, 5, tzinfo=UTC),
                                                             not_before=datetime(2024, 11, 5, tzinfo=UTC))),
-        "fail", "medium", "Chrome will not trust Entrust certificates issued after 2024-11-11: this one "
+        "fail", "medium", "Chrome does not trust Entrust certificates issued after 2024-11-11: this one "
                           "(earliest Certificate Transparency timestamp 2024-11-05) is still trusted until it expires"),
     Row("cert.distrusted_after", make_facts(cert=under_root(CHUNGHWA_EPKI, sct=datetime(2025, 8, 1, 0, 0, 1,
                                                                                          tzinfo=UTC))),

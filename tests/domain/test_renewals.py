@@ -41,13 +41,13 @@ def test_a_margin_that_shrinks_at_each_renewal_is_a_failing_automation():
 
 
 def test_a_certificate_renewed_by_hand_meets_the_caps_with_their_dates():
-    """A 398-day certificate from a commercial CA, issued 2025-12-01: its renewal (two thirds of its life, 2026-08-24)
+    """A 398-day certificate from a commercial CA, issued 2025-12-01: its renewal (two thirds of its life and a day, 2026-08-25)
     can live 200 days; and from 2027-03-15 certificates live 100 days."""
     seen = [Seen(START, "x", datetime(2025, 12, 1, tzinfo=UTC), datetime(2027, 1, 3, tzinfo=UTC), "DigiCert Inc")]
     found = history(seen)
     assert not found.automated
     assert found.flags == [
-        "not shown to renew automatically: the next certificate, due 2026-08-24, can live at most 200 days, not 398",
+        "not shown to renew automatically: the next certificate, due 2026-08-25, can live at most 200 days, not 398",
         "not shown to renew automatically: certificates issued from 2027-03-15 live at most 100 days; automate "
         "renewal (an ACME client) before then"]
     assert (cap_for(datetime(2027, 3, 14).date()), cap_for(datetime(2029, 3, 15).date())) == (200, 47)
@@ -66,9 +66,11 @@ def test_a_six_day_certificate_rotated_every_three_days_is_automated():
     assert "a 6-day lifetime" in found.evidence
 
 
-def test_due_is_the_ari_window_start_else_two_thirds_and_the_forecast_reads_as_a_sentence():
+def test_due_is_the_ari_window_end_else_the_share_and_grace_and_the_forecast_reads_as_a_sentence():
+    """Due means what the expiry alerts call overdue, so the portfolio and the alerts agree."""
     nb = datetime(2026, 12, 1, tzinfo=UTC)
-    assert renewal_due(nb, nb + timedelta(days=90)) == nb + timedelta(days=90 * 0.67)
-    assert renewal_due(nb, nb + timedelta(days=90), ari_start=nb + timedelta(days=40)) == nb + timedelta(days=40)
+    assert renewal_due(nb, nb + timedelta(days=90)) == nb + timedelta(days=90 * 0.67 + 1)
+    assert renewal_due(nb, nb + timedelta(days=6)) == nb + timedelta(days=6 * 0.67 + 0.5)
+    assert renewal_due(nb, nb + timedelta(days=90), ari_end=nb + timedelta(days=40)) == nb + timedelta(days=40)
     assert Forecast(overdue=2, next_week=12, next_month=30).sentence() == "12 renewals due next week, 2 overdue"
     assert Forecast(overdue=0, next_week=1, next_month=1).sentence() == "1 renewal due next week, 0 overdue"

@@ -62,7 +62,11 @@ def ari_end(site_id: int, fingerprint: str):
 def renewal_info(audit_id: int) -> list[AlertEvent]:
     """Ask the certificate's CA for its renewal window (ARI; failures are recorded on the row, never raised)
     and alert when the CA moved it earlier."""
-    refreshed = renewals.refresh(audit_id)
+    try:
+        refreshed = renewals.refresh(audit_id)
+    except Exception:  # noqa: BLE001 — a CA's or a certificate's oddity must not cost the audit its alerts
+        logger.exception("renewal information of audit %s not refreshed", audit_id)
+        return []
     if refreshed is None or refreshed.moved_from is None:
         return []
     row = refreshed.row

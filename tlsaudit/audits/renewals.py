@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -25,6 +26,7 @@ from tlsaudit.sites.models import Site
 PURPOSE = "ACME Renewal Information requests"
 USER_AGENT = "TLSAudit-ARI/1 (+RFC 9773)"
 MAX_BYTES = 16 * 1024
+MAX_CERT_ID = 200      # a 20-byte key id and a 20-byte serial take 56 characters
 TIMEOUT_S = 10.0
 
 
@@ -38,6 +40,16 @@ class Answer:
 def directories() -> list[ari.CaDirectory]:
     """The deployment's own CAs first, then the built-in public ones."""
     return [ari.directory_from(entry) for entry in settings.ARI_DIRECTORIES] + ari.builtin_directories()
+
+
+def is_builtin(ca: ari.CaDirectory) -> bool:
+    return ca in ari.builtin_directories()
+
+
+def publicly_trusted(audit: Audit) -> bool:
+    facts = audit.scan_facts()
+    return bool(facts and facts.certificates and any(
+        t.trusted or t.dates_only for t in facts.certificates[0].trust if t.store != "Custom CA"))
 
 
 def served_leaf(audit: Audit) -> x509.Certificate | None:
@@ -80,13 +92,19 @@ def refresh(audit_id: int) -> Refreshed | None:
     if leaf is None:
         return None
     ca = ari.directory_for(issuer_org(leaf), directories())
-    if ca is None:
-        return None
+    if ca is None or (is_builtin(ca) and not publicly_trusted(audit)):
+        return None    # a public CA is asked only about chains the public stores trust: not about any claimant
     aki = key_identifier(leaf)
     cert_id = ari.cert_id(aki, leaf.serial_number) if aki else ""
-    answer = ask(ca, cert_id) if aki else Answer(
-        RenewalInfo.Status.FAILED, error="The certificate names no authority key identifier, so its CA cannot be "
-                                         "asked for a renewal window (the certificate's issuer left it out).")
+    if not aki:
+        answer = Answer(RenewalInfo.Status.FAILED, error="The certificate names no authority key identifier, so "
+                                                         "its CA cannot be asked for a renewal window (the "
+                                                         "certificate's issuer left it out).")
+    elif len(cert_id) > MAX_CERT_ID:
+        answer, cert_id = Answer(RenewalInfo.Status.FAILED, error="The certificate's key identifier and serial are "
+                                                                  "too long for an ARI request (its issuer's doing)."), ""
+    else:
+        answer = ask(ca, cert_id)
     fingerprint = audit.certificates.filter(deployment=0, position=0).values_list("fingerprint_sha256", flat=True).first()
     return store(audit, fingerprint or "", ca, cert_id, answer)
 
@@ -100,9 +118,12 @@ def ask(ca: ari.CaDirectory, cert_id: str) -> Answer:
         base = json.loads(directory.body)["renewalInfo"]
         if not isinstance(base, str):
             raise TypeError("renewalInfo is not a URL")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s ACME directory names no renewalInfo resource: "
                                                         "the CA does not offer ARI there (the CA's side).")
+    if urlsplit(base).hostname != urlsplit(ca.directory).hostname:
+        return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s ACME directory sends renewal requests to another "
+                                                        f"host ({urlsplit(base).hostname}): not followed.")
     info = outbound.get(f"{base.rstrip('/')}/{cert_id}", PURPOSE, max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S,
                         user_agent=USER_AGENT)
     if info.error:
@@ -132,30 +153,30 @@ def failed(what: str, fetched: outbound.Fetched) -> Answer:
 def store(audit: Audit, fingerprint: str, ca: ari.CaDirectory, cert_id: str, answer: Answer) -> Refreshed:
     row = RenewalInfo.objects.filter(site_id=audit.site_id, fingerprint=fingerprint).first()
     before = ari.Window(row.window_start, row.window_end) if row and row.window_start and row.window_end else None
-    row = row or RenewalInfo(site_id=audit.site_id, fingerprint=fingerprint)
-    row.ca_name, row.cert_id, row.status, row.error = ca.name, cert_id, answer.status, answer.error[:2000]
-    row.fetched_at = timezone.now()
+    values = {"ca_name": ca.name[:100], "cert_id": cert_id, "status": answer.status, "error": answer.error[:2000],
+              "fetched_at": timezone.now()}
     moved = False
     if answer.window is not None:
         moved = before is not None and answer.window.moved_earlier_than(before)
         if moved:
-            row.earlier_from_start, row.earlier_from_end = before.start, before.end
-        row.window_start, row.window_end = answer.window.start, answer.window.end
-        row.explanation_url = answer.window.explanation_url
-    row.save()
+            values.update(earlier_from_start=before.start, earlier_from_end=before.end)
+        values.update(window_start=answer.window.start, window_end=answer.window.end,
+                      explanation_url=answer.window.explanation_url)
+    # update_or_create: two tasks of the same site and certificate meet at the unique key, not an error
+    row, _ = RenewalInfo.objects.update_or_create(site_id=audit.site_id, fingerprint=fingerprint, defaults=values)
     if answer.window is not None and audit.site.last_audit_id == audit.pk:
         Site.objects.filter(pk=audit.site_id).update(cert_renew_at=renew_at(audit.site_id, audit.pk))
     return Refreshed(audit, row, before if moved else None)
 
 
 def renew_at(site_id: int, audit_id: int):
-    """When the audit's leaf is due for renewal (tlsaudit/domain/renewals.py), with the CA's ARI window
-    when one was fetched and the organization's renewal share otherwise."""
+    """When the audit's leaf is overdue for renewal (tlsaudit/domain/renewals.py): the end of its CA's ARI
+    window when one was fetched, else the organization's renewal share plus the grace."""
     leaf = AuditCertificate.objects.filter(audit_id=audit_id, deployment=0, position=0).first()
     if leaf is None:
         return None
     ari = RenewalInfo.objects.filter(site_id=site_id, fingerprint=leaf.fingerprint_sha256,
-                                     window_start__isnull=False).values_list("window_start", flat=True).first()
+                                     window_end__isnull=False).values_list("window_end", flat=True).first()
     prefs = AlertSettings.objects.filter(organization__sites=site_id).first()
     share = prefs.renewal_share_pct / 100 if prefs else RENEWAL_SHARE
     return renewal_due(leaf.not_before, leaf.not_after, ari, share)

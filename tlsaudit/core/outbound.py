@@ -47,7 +47,7 @@ class Fetched:
     duration_ms: int
 
 
-def check_url(url: str, purpose: str) -> Target:
+def check_url(url: str, purpose: str, timeout_s: float = TIMEOUT_S) -> Target:
     """Parse, resolve and guard `url`; raises UnsafeURL with a reason in plain words. `purpose` names the
     requests in the message ("webhooks only go to public addresses")."""
     parts = urlsplit(url.strip())
@@ -61,14 +61,14 @@ def check_url(url: str, purpose: str) -> Target:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         raise UnsafeURL("The port is not a number between 1 and 65535.") from None
-    ip = resolve_checked(host, port, purpose)
+    ip = resolve_checked(host, port, purpose, timeout_s)
     return Target(parts.scheme, host, port, ip, (parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
 
 
-def resolve_checked(host: str, port: int, purpose: str) -> str:
+def resolve_checked(host: str, port: int, purpose: str, timeout_s: float = TIMEOUT_S) -> str:
     """The first address of `host`, after checking every address is public (unless allowed)."""
     literal = parse_ip_literal(host)
-    addresses = [str(literal)] if literal is not None else lookup(host, port)
+    addresses = [str(literal)] if literal is not None else lookup(host, port, timeout_s)
     if not settings.ALLOW_PRIVATE_TARGETS:
         for address in addresses:
             kind = refused_kind(parse_ip_literal(address))
@@ -78,11 +78,11 @@ def resolve_checked(host: str, port: int, purpose: str) -> str:
     return addresses[0]
 
 
-def lookup(host: str, port: int) -> list[str]:
+def lookup(host: str, port: int, timeout_s: float = TIMEOUT_S) -> list[str]:
     """Every address of `host`, IPv4 first, the way scans resolve (settings.DNS_RESOLVER when set,
     localhost always loopback), with a deadline."""
     try:
-        return lookup_addresses(host.lower(), port, TIMEOUT_S, settings.DNS_RESOLVER)
+        return lookup_addresses(host.lower(), port, timeout_s, settings.DNS_RESOLVER)
     except TargetError:
         raise UnsafeURL(f"{host} does not resolve.") from None
 
@@ -100,19 +100,23 @@ def connection(target: Target, timeout_s: float = TIMEOUT_S) -> http.client.HTTP
 
 
 def get(url: str, purpose: str, *, max_bytes: int, timeout_s: float = TIMEOUT_S, user_agent: str) -> Fetched:
-    """GET `url` once through the guard; never raises for network trouble or a refused URL: the Fetched
-    says what happened. The whole exchange ends within `timeout_s` (a server that drips its answer a byte
-    at a time is cut off), and a body longer than `max_bytes` is an error, not a truncation."""
+    """GET `url` once through the guard; never raises: the Fetched says what happened. Everything, the name
+    lookup and the connect included, ends within about `timeout_s` (a server that drips its answer a byte
+    at a time is cut off by a watchdog), and a body longer than `max_bytes` is an error, not a truncation."""
     started = time.monotonic()
+
+    def left() -> float:
+        return max(0.1, timeout_s - (time.monotonic() - started))
+
     try:
-        target = check_url(url, purpose)
+        target = check_url(url, purpose, timeout_s)
     except UnsafeURL as exc:
-        return Fetched(None, b"", {}, str(exc), 0)
-    conn = connection(target, timeout_s)
+        return Fetched(None, b"", {}, str(exc), _ms(started))
+    conn = connection(target, left())
     cut = threading.Event()
     try:
-        conn.connect()                      # bounded by the socket timeout
-        watchdog = threading.Timer(timeout_s - (time.monotonic() - started), _cut, args=(conn.sock, cut))
+        conn.connect()                      # bounded by the socket timeout: what is left of the deadline
+        watchdog = threading.Timer(left(), _cut, args=(conn.sock, cut))
         watchdog.start()
         try:
             conn.request("GET", target.path, headers={"User-Agent": user_agent, "Accept": "application/json"})
@@ -121,7 +125,7 @@ def get(url: str, purpose: str, *, max_bytes: int, timeout_s: float = TIMEOUT_S,
             headers = {k.lower(): v for k, v in answer.getheaders()}
         finally:
             watchdog.cancel()
-    except (OSError, http.client.HTTPException) as exc:
+    except Exception as exc:  # noqa: BLE001 — OSError, HTTPException, and what an SSL socket shut under a read raises
         if isinstance(exc, TimeoutError) or cut.is_set():
             return Fetched(None, b"", {}, f"no complete answer within {timeout_s:g} s", _ms(started))
         return Fetched(None, b"", {}, f"{type(exc).__name__}: {exc}", _ms(started))
@@ -135,10 +139,11 @@ def get(url: str, purpose: str, *, max_bytes: int, timeout_s: float = TIMEOUT_S,
 
 
 def _cut(sock: socket.socket, cut: threading.Event) -> None:
-    """The deadline: a blocked read returns at once (http.client may already have let go of `sock`)."""
+    """The deadline: a blocked read returns at once. The raw socket's shutdown, not SSLSocket's (which would
+    unwrap the TLS object under the reading thread)."""
     cut.set()
     try:
-        sock.shutdown(socket.SHUT_RDWR)
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:
         pass
 

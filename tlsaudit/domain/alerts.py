@@ -183,8 +183,11 @@ def expiry_trigger(cert: dict, now: datetime, policy: ExpiryPolicy) -> str | Non
     not_after, not_before = cert["not_after"], cert.get("not_before")
     if now >= not_after:
         return "expired"
-    long_lived = lifetime_of(cert) > timedelta(days=BACKSTOP_MIN_LIFETIME_DAYS)
-    if policy.backstop_days and long_lived and not_after - now <= timedelta(days=policy.backstop_days):
+    lifetime = lifetime_of(cert)
+    long_lived = lifetime > timedelta(days=BACKSTOP_MIN_LIFETIME_DAYS)
+    # A backstop as long as the renewal window itself would fire at every healthy renewal: it must end sooner.
+    backstop = min(timedelta(days=policy.backstop_days), lifetime * (1 - policy.renewal_share) / 2)
+    if policy.backstop_days and long_lived and not_after - now <= backstop:
         return "backstop"
     if cert.get("ari_end") and now > cert["ari_end"]:
         return "ari"
@@ -209,7 +212,7 @@ def renewal_moved_events(site_id: int, fingerprint: str, ca_name: str, before, a
     """The CA now wants the certificate renewed sooner (RFC 9773): usually ahead of a revocation. `before`
     and `after` are tlsaudit.domain.ari.Window; one event per certificate and new window end."""
     explained = f" ({after.explanation_url})" if after.explanation_url else ""
-    return [Event(RENEWAL_MOVED, f"site:{site_id}:{RENEWAL_MOVED}:{fingerprint}:{after.end:%Y%m%dT%H%M%S}",
+    return [Event(RENEWAL_MOVED, f"site:{site_id}:{RENEWAL_MOVED}:{fingerprint}:{after.end:%Y%m%dT%H%M%SZ}",
                   f"{ca_name} asks for this certificate to be renewed by {after.end:%Y-%m-%d %H:%M} UTC, earlier "
                   f"than before: usually ahead of a revocation{explained}",
                   {"fingerprint": fingerprint, "ca": ca_name, "explanation_url": after.explanation_url,

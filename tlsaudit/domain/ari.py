@@ -11,11 +11,14 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 DATA = Path(__file__).with_name("data") / "ari_directories.json"
 MAX_WINDOW_DAYS = 400        # longer than any certificate may live: a window beyond it is nonsense
+EARLIEST, LATEST = datetime(2015, 1, 1, tzinfo=timezone.utc), datetime(2100, 1, 1, tzinfo=timezone.utc)
+MIN_MOVE = timedelta(hours=1)   # a window end that drifts by less is no message from the CA
+MAX_EXPLANATION_CHARS = 500
 
 
 class BadRenewalInfo(ValueError):
@@ -36,8 +39,9 @@ class Window:
     explanation_url: str = ""
 
     def moved_earlier_than(self, before: Window) -> bool:
-        """The CA now wants the renewal sooner: its window ends earlier than it did (RFC 9773 §4.2)."""
-        return self.end < before.end
+        """The CA now wants the renewal sooner: its window ends earlier than it did (RFC 9773 §4.2), by more
+        than a drift."""
+        return before.end - self.end > MIN_MOVE
 
 
 def builtin_directories() -> list[CaDirectory]:
@@ -78,14 +82,18 @@ def parse_window(body: bytes | str) -> Window:
         data = json.loads(body)
         window = data["suggestedWindow"]
         start, end = parse_time(window["start"]), parse_time(window["end"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError, OverflowError) as exc:
         raise BadRenewalInfo(f"not an ARI answer ({type(exc).__name__}: {str(exc)[:120]})") from None
+    if not (EARLIEST <= start <= LATEST and EARLIEST <= end <= LATEST):
+        raise BadRenewalInfo(f"its window ({window['start']} to {window['end']}) is outside any certificate's life")
     if end <= start:
         raise BadRenewalInfo(f"its window ends ({window['end']}) before it starts ({window['start']})")
     if (end - start).days > MAX_WINDOW_DAYS:
         raise BadRenewalInfo(f"its window spans {(end - start).days} days")
     explanation = data.get("explanationURL") if isinstance(data, dict) else None
-    return Window(start, end, explanation if isinstance(explanation, str) and explanation.startswith("https://") else "")
+    usable = isinstance(explanation, str) and explanation.startswith("https://") and \
+        len(explanation) <= MAX_EXPLANATION_CHARS
+    return Window(start, end, explanation if usable else "")
 
 
 def parse_time(text: str) -> datetime:
@@ -100,4 +108,4 @@ def parse_time(text: str) -> datetime:
     value = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if value.tzinfo is None:
         raise ValueError(f"{text} has no time zone")
-    return value
+    return value.astimezone(timezone.utc)

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from tlsaudit.domain.alerts import RENEWAL_SHARE
+from tlsaudit.domain.alerts import RENEWAL_SHARE, ExpiryPolicy
 
 # SC-081v3: the longest a publicly trusted certificate issued from each date may live.
 LIFETIME_CAPS = ((date(2026, 3, 15), 200), (date(2027, 3, 15), 100), (date(2029, 3, 15), 47))
@@ -95,13 +95,15 @@ def automation_evidence(changes: list[Change]) -> tuple[bool, list[str]]:
 
 
 def shrinking_margin(changes: list[Change]) -> str:
-    """'' unless the last three renewals each left less time than the one before, the last under a third of
-    the lifetime: renewal slipping later each time, the shape of a failing automation."""
+    """'' unless the last three renewals each left clearly less time than the one before (a day, or 5 % of the
+    lifetime, less each time), the last under a quarter of the lifetime: renewal slipping later each time,
+    the shape of a failing automation. certbot's own third, seen up to a day late by a nightly audit, is not."""
     margins = [(c.margin_days, c.lifetime_days) for c in changes if c.margin_days is not None]
     if len(margins) < 3:
         return ""
     last3 = margins[-3:]
-    if all(b[0] < a[0] for a, b in zip(last3, last3[1:])) and last3[-1][0] < last3[-1][1] / 3:
+    drops = all(a[0] - b[0] > max(1.0, 0.05 * b[1]) for a, b in zip(last3, last3[1:]))
+    if drops and last3[-1][0] < last3[-1][1] / 4:
         return (f"renewal margin shrinking: {', '.join(f'{m:g}' for m, _ in last3)} days before expiry at the last "
                 "three renewals (a failing automation)")
     return ""
@@ -141,12 +143,13 @@ def history(seen: list[Seen], share: float = RENEWAL_SHARE) -> History:
     return History(changes, automated, evidence, flags)
 
 
-def renewal_due(not_before: datetime, not_after: datetime, ari_start: datetime | None = None,
+def renewal_due(not_before: datetime, not_after: datetime, ari_end: datetime | None = None,
                 share: float = RENEWAL_SHARE) -> datetime:
-    """When the served certificate should be renewed: the CA's ARI window start, else the share point."""
-    if ari_start is not None:
-        return ari_start
-    return not_before + (not_after - not_before) * share
+    """When the served certificate is overdue for renewal, as the expiry alerts judge it: its CA's ARI window
+    end, else the share of its lifetime plus the grace (tlsaudit/domain/alerts.py)."""
+    if ari_end is not None:
+        return ari_end
+    return ExpiryPolicy(renewal_share=share).renewal_due(not_before, not_after)
 
 
 @dataclass(frozen=True)

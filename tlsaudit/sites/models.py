@@ -48,8 +48,9 @@ class Site(models.Model):
     previous_score = models.PositiveSmallIntegerField(null=True, blank=True)
     cert_expires_at = models.DateTimeField(null=True, blank=True, help_text="earliest leaf not_after")
     cert_renew_at = models.DateTimeField(null=True, blank=True,
-                                         help_text="when the served leaf is due for renewal: its CA's ARI window "
-                                                   "start, else two thirds of its life (the portfolio's forecast)")
+                                         help_text="when the served leaf is overdue for renewal: its CA's ARI "
+                                                   "window end, else two thirds of its life plus a day's grace "
+                                                   "(the portfolio's forecast)")
     pq_ready = models.BooleanField(null=True, blank=True,
                                    help_text="accepts a hybrid post-quantum group; null = not tested")
 

@@ -14,6 +14,7 @@ from tlsaudit.domain.scanfacts import CaaFacts, CaaRecord
 SPECIAL_USE = ("localhost", "test", "invalid", "local", "example", "internal", "home.arpa", "onion",
                "example.com", "example.net", "example.org")   # RFC 2606's too: no CA issues for them
 QUERY_TIMEOUT_S = 2.0
+MAX_RECORDS, MAX_TAG, MAX_VALUE = 50, 32, 255     # what a report quotes of a hostile zone
 
 
 def skip_reason(host: str) -> str:
@@ -70,8 +71,10 @@ def query_caa(name: str, resolver: tuple[str, int] | None, timeout_s: float) -> 
 
     try:
         if resolver is not None:
-            response = dns.query.udp(dns.message.make_query(name, dns.rdatatype.CAA), resolver[0],
-                                     timeout=timeout_s, port=resolver[1])
+            # EDNS for a large RRset, and TCP when the answer still comes back truncated: a cut CAA set read as
+            # "no records" would say any CA may issue.
+            query = dns.message.make_query(name, dns.rdatatype.CAA, use_edns=0, payload=4096)
+            response, _ = dns.query.udp_with_fallback(query, resolver[0], timeout=timeout_s, port=resolver[1])
             if response.rcode() == dns.rcode.NXDOMAIN:
                 return []
             if response.rcode() != dns.rcode.NOERROR:
@@ -86,5 +89,5 @@ def query_caa(name: str, resolver: tuple[str, int] | None, timeout_s: float) -> 
         raise LookupFailed(f"no answer within {timeout_s:g} s") from None
     except (dns.exception.DNSException, OSError) as exc:
         raise LookupFailed(f"{type(exc).__name__}: {exc}") from None
-    return [(r.flags, r.tag.decode("ascii", "replace"), r.value.decode("utf-8", "replace"))
-            for rrset in rrsets for r in rrset]
+    return [(r.flags, r.tag.decode("ascii", "replace")[:MAX_TAG], r.value.decode("utf-8", "replace")[:MAX_VALUE])
+            for rrset in rrsets for r in list(rrset)[:MAX_RECORDS]]

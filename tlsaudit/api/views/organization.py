@@ -62,7 +62,8 @@ PortfolioSerializer = inline_serializer("Portfolio", {
     "expiring_sites": SiteSerializer(many=True),
     "renewals": inline_serializer("RenewalForecast", {
         "overdue": serializers.IntegerField(help_text="Certificates still served past their renewal point: the "
-                                                      "start of their CA's ARI window, else 67 % of their life."),
+                                                      "end of their CA's ARI window, else 67 % of their life plus "
+                                                      "a day's grace (as the expiry alerts judge it)."),
         "due_next_week": serializers.IntegerField(),
         "due_next_30_days": serializers.IntegerField(),
         "summary": serializers.CharField(help_text='"12 renewals due next week, 2 overdue"'),

@@ -209,8 +209,9 @@ RenewalHistorySerializer = inline_serializer("RenewalHistory", {
     "flags": serializers.ListField(child=serializers.CharField(),
                                    help_text="A shrinking renewal margin; the lifetime caps a certificate renewed by "
                                              "hand will meet, with their dates."),
-    "renewal_due": serializers.DateTimeField(allow_null=True, help_text="When the served leaf is due for renewal: its "
-                                             "CA's ARI window start, else the organization's share of its life."),
+    "renewal_due": serializers.DateTimeField(allow_null=True, help_text="When the served leaf is overdue for renewal: "
+                                             "its CA's ARI window end, else the organization's share of its life "
+                                             "plus a day's grace."),
     "changes": inline_serializer("RenewalChange", RENEWAL_CHANGE_FIELDS, many=True),
 })
 

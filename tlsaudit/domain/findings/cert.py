@@ -362,7 +362,7 @@ def _distrust_text(d) -> str:
     if d.applies:
         return (f"{entry.store} distrusts {entry.ca} certificates issued after {entry.after:%Y-%m-%d} and refuses "
                 f"this one ({when})")
-    return (f"{entry.store} will not trust {entry.ca} certificates issued after {entry.after:%Y-%m-%d}: this one "
+    return (f"{entry.store} does not trust {entry.ca} certificates issued after {entry.after:%Y-%m-%d}: this one "
             f"({when}) is still trusted until it expires, but its renewal must come from another CA")
 
 
