@@ -155,6 +155,7 @@ def api_csv_urls(world) -> dict[str, str]:
     site, run = world["site"].pk, world["runs"]["sweep"].pk
     kwargs = {
         "api:organization": {}, "api:portfolio": {}, "api:site-list": {}, "api:site-detail": {"pk": site},
+        "api:site-renewals": {"pk": site},
         "api:audit-list": {}, "api:audit-detail": {"pk": world["audit"].pk}, "api:audit-diff": {"pk": world["audit"].pk},
         "api:site-audits": {"pk": site}, "api:site-loadtests": {"pk": site}, "api:site-handshakes": {"pk": site},
         "api:loadtest-detail": {"pk": run}, "api:site-probes": {"pk": site},

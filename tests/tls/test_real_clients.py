@@ -183,7 +183,10 @@ def iana_names() -> dict[str, str]:
 def logged(run: Run, server: str, client: str) -> Outcome | None:
     """What nginx logged for this run's request of `client`, or None: no completed handshake."""
     for row in run.lab.read_access_log(server):
-        query = parse_qs(urlsplit(row["request"].split(" ")[1]).query)
+        parts = row["request"].split(" ")
+        if len(parts) < 2:      # another test's connection that sent no request line (nginx logs a 400 with "")
+            continue
+        query = parse_qs(urlsplit(parts[1]).query)
         if query.get("client") == [client] and query.get("run") == [run.token]:
             protocol = PROTOCOL_NAMES.get(row["ssl_protocol"], row["ssl_protocol"])
             return Outcome(protocol, iana_names().get(row["ssl_cipher"], row["ssl_cipher"]))
