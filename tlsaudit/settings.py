@@ -103,6 +103,8 @@ def env_ari_directories(name: str) -> list[dict]:
 # ACME Renewal Information (RFC 9773): these CAs are asked after each audit, before the built-in ones
 # (tlsaudit/domain/data/ari_directories.json).
 ARI_DIRECTORIES = env_ari_directories("TLSAUDIT_ARI_DIRECTORIES")
+# Each ARI request (the directory, then the window) ends within this, lookup and connect included.
+ARI_TIMEOUT_SECONDS = env_int("ARI_TIMEOUT_SECONDS", 10, minimum=1)
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -247,10 +247,8 @@ def test_a_certificate_the_ca_does_not_know_is_said_so(ari_server, leaf, site_a)
     ("drip", "no complete answer within 2 s (the network or the CA's server)"),
 ])
 def test_a_hostile_ari_server_ends_as_a_recorded_failure_within_its_deadline(ari_server, leaf, site_a, behaviour,
-                                                                               words, monkeypatch):
-    from tlsaudit.audits import renewals
-
-    monkeypatch.setattr(renewals, "TIMEOUT_S", 2.0)   # the deadline, shortened as every wait a test sits through
+                                                                               words, settings):
+    settings.ARI_TIMEOUT_SECONDS = 2   # the deadline, shortened as every wait a test sits through
     ari_server.behaviour = behaviour
     started = time.monotonic()
     audited(site_a, leaf)
@@ -291,9 +289,12 @@ def test_a_directory_that_sends_renewal_requests_elsewhere_is_not_followed(ari_s
     assert ari_server.requests == ["/directory"]
 
 
-def test_a_self_signed_certificate_claiming_a_public_ca_asks_that_ca_nothing(site_a, monkeypatch, login, alice):
-    """O=Let's Encrypt on a certificate no store trusts: Let's Encrypt's real ARI server is never asked."""
+def test_a_self_signed_certificate_claiming_a_public_ca_asks_that_ca_nothing(site_a, settings, login, alice):
+    """O=Let's Encrypt on a certificate no store trusts: Let's Encrypt's ARI server is never asked. Every name
+    the app looks up goes to a DNS server of ours, which records the questions: none comes."""
     from cryptography.hazmat.primitives.asymmetric import ec
+
+    from tests.hostile import dns_server
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Let's Encrypt"),
@@ -303,9 +304,9 @@ def test_a_self_signed_certificate_claiming_a_public_ca_asks_that_ca_nothing(sit
               .not_valid_after(NOW + timedelta(days=89))
               .add_extension(x509.AuthorityKeyIdentifier(bytes(150), None, None), critical=False)
               .sign(key, hashes.SHA256()))
-    asked = []
-    monkeypatch.setattr("tlsaudit.core.outbound.get", lambda *a, **k: asked.append(a))  # nothing may go out
-    audit = done_audit(site_a, cert=deployment(describe_certificate(forged), trusted=False), at=NOW)
-    evaluate_audit(audit.pk)
-    assert asked == [] and not RenewalInfo.objects.exists()
+    with dns_server({}) as dns:
+        settings.DNS_RESOLVER = dns.address
+        audit = done_audit(site_a, cert=deployment(describe_certificate(forged), trusted=False), at=NOW)
+        evaluate_audit(audit.pk)
+    assert dns.queries == [] and not RenewalInfo.objects.exists()
     assert "publishes no renewal window we know of" in login(alice).get(site_a.get_absolute_url()).content.decode()

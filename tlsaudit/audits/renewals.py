@@ -21,13 +21,13 @@ from tlsaudit.domain import ari
 from tlsaudit.domain import renewals as renewal_rules
 from tlsaudit.domain.alerts import RENEWAL_SHARE, organization_of
 from tlsaudit.domain.renewals import renewal_due
+from tlsaudit.domain.scanfacts import ScanFacts
 from tlsaudit.sites.models import Site
 
 PURPOSE = "ACME Renewal Information requests"
 USER_AGENT = "TLSAudit-ARI/1 (+RFC 9773)"
 MAX_BYTES = 16 * 1024
 MAX_CERT_ID = 200      # a 20-byte key id and a 20-byte serial take 56 characters
-TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -39,21 +39,19 @@ class Answer:
 
 def directories() -> list[ari.CaDirectory]:
     """The deployment's own CAs first, then the built-in public ones."""
-    return [ari.directory_from(entry) for entry in settings.ARI_DIRECTORIES] + ari.builtin_directories()
+    return [ari.directory_from(entry) for entry in settings.ARI_DIRECTORIES] + list(ari.builtin_directories())
 
 
 def is_builtin(ca: ari.CaDirectory) -> bool:
     return ca in ari.builtin_directories()
 
 
-def publicly_trusted(audit: Audit) -> bool:
-    facts = audit.scan_facts()
-    return bool(facts and facts.certificates and any(
+def publicly_trusted(facts: ScanFacts) -> bool:
+    return bool(facts.certificates and any(
         t.trusted or t.dates_only for t in facts.certificates[0].trust if t.store != "Custom CA"))
 
 
-def served_leaf(audit: Audit) -> x509.Certificate | None:
-    facts = audit.scan_facts()
+def served_leaf(facts: ScanFacts | None) -> x509.Certificate | None:
     if facts is None or not facts.certificates or not facts.certificates[0].leaf.pem:
         return None
     try:
@@ -88,11 +86,12 @@ def refresh(audit_id: int) -> Refreshed | None:
     """Fetch and store the window of the audit's served certificate; None when its CA runs no ARI we know
     (or the audit served no certificate)."""
     audit = Audit.objects.select_related("site").filter(pk=audit_id, status=Audit.Status.DONE).first()
-    leaf = served_leaf(audit) if audit else None
+    facts = audit.scan_facts() if audit else None
+    leaf = served_leaf(facts)
     if leaf is None:
         return None
     ca = ari.directory_for(issuer_org(leaf), directories())
-    if ca is None or (is_builtin(ca) and not publicly_trusted(audit)):
+    if ca is None or (is_builtin(ca) and not publicly_trusted(facts)):
         return None    # a public CA is asked only about chains the public stores trust: not about any claimant
     aki = key_identifier(leaf)
     cert_id = ari.cert_id(aki, leaf.serial_number) if aki else ""
@@ -111,7 +110,7 @@ def refresh(audit_id: int) -> Refreshed | None:
 
 def ask(ca: ari.CaDirectory, cert_id: str) -> Answer:
     """The CA's directory, then its renewalInfo resource for `cert_id`."""
-    directory = outbound.get(ca.directory, PURPOSE, max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S, user_agent=USER_AGENT)
+    directory = fetch(ca.directory)
     if directory.error or directory.status != 200:
         return failed(f"{ca.name}'s ACME directory ({ca.directory})", directory)
     try:
@@ -124,8 +123,7 @@ def ask(ca: ari.CaDirectory, cert_id: str) -> Answer:
     if urlsplit(base).hostname != urlsplit(ca.directory).hostname:
         return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s ACME directory sends renewal requests to another "
                                                         f"host ({urlsplit(base).hostname}): not followed.")
-    info = outbound.get(f"{base.rstrip('/')}/{cert_id}", PURPOSE, max_bytes=MAX_BYTES, timeout_s=TIMEOUT_S,
-                        user_agent=USER_AGENT)
+    info = fetch(f"{base.rstrip('/')}/{cert_id}")
     if info.error:
         return failed(f"{ca.name}'s renewal information", info)
     if info.status == 404:
@@ -138,6 +136,11 @@ def ask(ca: ari.CaDirectory, cert_id: str) -> Answer:
     except ari.BadRenewalInfo as exc:
         return Answer(RenewalInfo.Status.FAILED, error=f"{ca.name}'s renewal information is unreadable: {exc} "
                                                         "(the CA's side).")
+
+
+def fetch(url: str) -> outbound.Fetched:
+    return outbound.get(url, PURPOSE, max_bytes=MAX_BYTES, timeout_s=settings.ARI_TIMEOUT_SECONDS,
+                        user_agent=USER_AGENT)
 
 
 def failed(what: str, fetched: outbound.Fetched) -> Answer:

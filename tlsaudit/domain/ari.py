@@ -9,6 +9,7 @@ A window that moves earlier is how the CA tells its subscribers that the certifi
 from __future__ import annotations
 
 import base64
+import functools
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -44,9 +45,10 @@ class Window:
         return before.end - self.end > MIN_MOVE
 
 
-def builtin_directories() -> list[CaDirectory]:
+@functools.cache
+def builtin_directories() -> tuple[CaDirectory, ...]:
     data = json.loads(DATA.read_text())
-    return [directory_from(entry) for entry in data["directories"]]
+    return tuple(directory_from(entry) for entry in data["directories"])
 
 
 def directory_from(entry: dict) -> CaDirectory:
