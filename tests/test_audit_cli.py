@@ -122,7 +122,7 @@ def test_it_prints_one_json_object_with_every_field_for_an_a_plus_server(audit_c
             ("id", "severity", "title", "status"), str)
         assert finding["status"] in ("pass", "fail", "info", "not_tested")
     assert {f["id"]: f["status"] for f in report["findings"]}["cert.expired"] == "pass"
-    assert set(report["mozilla"]) == {"modern", "intermediate", "old"}
+    assert set(report["mozilla"]) == {"modern", "intermediate"}
     for verdict in report["mozilla"].values():
         assert verdict["compliant"] in (True, False, None) and isinstance(verdict["issues"], dict)
     assert report["mozilla"]["modern"]["compliant"] is False  # an RSA certificate never meets "modern"

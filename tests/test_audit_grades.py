@@ -4,10 +4,12 @@ graded; the grade, score, caps, warnings and trust issues must be what grading.m
 import pytest
 
 from tests.support.tls_servers import FIXTURES
-from tlsaudit.domain.audit_report import build_report
+from tlsaudit.domain.audit_report import accept_custom_ca, build_report
+from tlsaudit.domain.mozilla import GUIDELINES_VERSION, PROFILE_NAMES, profile_report
 from workers.tls.engine import run_scan
 
 GRADE_SERVERS = sorted(name for name, spec in FIXTURES.items() if spec.role == "grade")
+LAB_SERVERS = sorted(FIXTURES)
 
 # Key findings each configuration must raise (finding id -> expected status).
 KEY_FINDINGS = {
@@ -30,9 +32,9 @@ KEY_FINDINGS = {
 
 @pytest.fixture(scope="module")
 def reports(tls_lab):
-    """Scan every grade server once (about 1-2 s each on loopback)."""
+    """Scan every server of the lab once (about 1-2 s each on loopback)."""
     out = {}
-    for name in GRADE_SERVERS:
+    for name in LAB_SERVERS:
         outcome = run_scan("localhost", tls_lab.port(name), ip="127.0.0.1", ca_file=str(tls_lab.ca_file),
                            allow_private=True, network_timeout=3, max_retries=1)
         assert outcome.error is None, f"{name}: {outcome.error}"
@@ -79,6 +81,35 @@ def test_key_findings_are_raised(reports, name):
     for finding_id, status in KEY_FINDINGS[name].items():
         assert finding_id in findings, f"{name}: no finding {finding_id}"
         assert findings[finding_id].status == status, f"{name}: {finding_id} is {findings[finding_id].status}"
+
+
+@pytest.mark.parametrize("name", LAB_SERVERS)
+def test_our_mozilla_verdicts_are_sslyzes_checker_on_the_same_guidelines(reports, name):
+    """sslyze's own checker, handed the pinned guidelines (6.0), and ours over the stored facts agree on
+    every lab server: compliance and the criteria that fail. sslyze validates against the public stores
+    only, so both are read with the organization's CA accepted, as the report shows them."""
+    outcome = reports[name][0]
+    theirs = accept_custom_ca(outcome.mozilla, outcome.facts)
+    ours = accept_custom_ca(profile_report(outcome.facts), outcome.facts)
+    assert set(theirs) == set(ours) == set(PROFILE_NAMES)
+    for profile in PROFILE_NAMES:
+        assert outcome.mozilla[profile]["guidelines"] == GUIDELINES_VERSION
+        assert theirs[profile]["compliant"] is not None, f"{name}/{profile}: {theirs[profile]}"
+        assert (theirs[profile]["compliant"], set(theirs[profile]["issues"])) == \
+            (ours[profile]["compliant"], set(ours[profile]["issues"])), f"{name}/{profile}: {theirs} vs {ours}"
+
+
+def test_guidelines_6_0_judge_the_lab_as_expected(reports):
+    """What 6.0 changed, seen on a real server: an A+ server's one DHE suite (ffdhe2048), which 5.7's
+    intermediate listed, is the one suite 6.0's rejects, and the owner is told to drop it."""
+    outcome, report = reports["a_plus_rsa_dhe2048_hsts"]
+    assert report.grade.grade == "A+"
+    assert outcome.mozilla["intermediate"]["compliant"] is False
+    assert outcome.mozilla["intermediate"]["issues"]["ciphers"] == \
+        "Cipher suites {'TLS_DHE_RSA_WITH_AES_128_GCM_SHA256'} are supported, but should be rejected."
+    trim = next(r for r in report.recommendations if r.id == "cipher.match_profile")
+    assert "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256" in trim.change
+    assert all("old" not in outcome.mozilla for outcome, _ in reports.values())
 
 
 def test_a_good_server_meets_mozilla_intermediate_with_its_own_ca(reports):

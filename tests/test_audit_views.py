@@ -170,3 +170,23 @@ def test_an_audit_waiting_for_its_turn_at_a_shared_address_says_so_not_that_a_wo
     assert ("Waiting for its turn at 203.0.113.9: TLS Audit audits one site per address at a time, each within "
             "5 connections to the address; 2 audits of other sites on that address are ahead of it. Waiting 1 minute "
             "so far; its own deadline starts with its turn.") in body
+
+
+def test_the_mozilla_verdicts_name_their_guidelines_and_a_5_7_verdict_is_judged_again_on_6_0(login, alice, site_a):
+    """An audit from before the move stored sslyze's 5.7 verdicts ("old" included, no version): its page
+    says 5.7 until it is re-derived, and then our checker judges it on 6.0 (sslyze's 5.7 answer is not
+    passed off as a 6.0 one)."""
+    audit = done_audit(site_a)
+    page = login(alice).get(detail_url(audit)).content.decode()
+    assert 'data-testid="mozilla-guidelines">guidelines 6.0<' in page
+    verdict_5_7 = {"compliant": True, "issues": {}, "error": ""}
+    stored = {**audit.report, "mozilla": {name: verdict_5_7 for name in ("modern", "intermediate", "old")}}
+    Audit.objects.filter(pk=audit.pk).update(report=stored, mozilla_raw=stored["mozilla"])
+    page = login(alice).get(detail_url(audit)).content.decode()
+    assert 'data-testid="mozilla-guidelines">guidelines 5.7<' in page and "<td>old</td>" in page
+    audit.refresh_from_db()
+    services.apply_report(audit, save_fields=[])
+    mozilla = Audit.objects.get(pk=audit.pk).report["mozilla"]
+    assert set(mozilla) == {"modern", "intermediate"}
+    assert {v["source"] for v in mozilla.values()} == {"tlsaudit"}
+    assert mozilla["modern"]["compliant"] is False  # an RSA certificate: 5.7's stored "True" is gone

@@ -282,7 +282,7 @@ def test_view_full_has_the_whole_report(api, site_a):
     leaf = body["certificates"][0]["chain"][0]
     assert leaf["subject"] == audit.certificates.get(position=0).subject and leaf["fingerprint_sha256"]
     assert body["certificates"][0]["hostname_matches"] is True
-    assert set(body["mozilla"]) >= {"modern", "intermediate", "old"}
+    assert set(body["mozilla"]) == {"modern", "intermediate"}
     assert body["recommendations"] and body["predicted_grade"]["grade"]
     assert "nginx" in body["config_snippets"] and "raw" not in body
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import hashlib
 import json
 from dataclasses import asdict, replace
 from datetime import timedelta
@@ -13,12 +13,14 @@ import pytest
 from tests.domain.factories import NOW, ca_cert, deployment, ec_cert, make_facts, rsa_cert, suite, suites_for
 from tlsaudit.domain.ciphers import classify
 from tlsaudit.domain.mozilla import (
+    GUIDELINES_DATE,
     GUIDELINES_FILE,
+    GUIDELINES_SHA256,
     GUIDELINES_URL,
     GUIDELINES_VERSION,
+    HYBRID_GROUP,
     INTERMEDIATE,
     MODERN,
-    OLD,
     PROFILE_NAMES,
     PROFILES,
     best_profile,
@@ -34,14 +36,12 @@ ROOT = Path(__file__).resolve().parents[2]
 LEGACY_PROTOCOLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2")
 
 
-def bundled_guidelines_file() -> Path:
-    """sslyze's own copy of the guidelines, found as a file (the domain never imports sslyze)."""
-    spec = importlib.util.find_spec("sslyze")
-    return Path(next(iter(spec.submodule_search_locations))) / "mozilla_tls_profile" / f"{GUIDELINES_VERSION}.json"
+VENDORED = ROOT / "tlsaudit" / "domain" / "data" / GUIDELINES_FILE
 
 
-def bundled_guidelines() -> dict:
-    return json.loads(bundled_guidelines_file().read_text())["configurations"]
+def published_guidelines() -> dict:
+    """Mozilla's document as vendored (its digest is checked below), read as plain JSON."""
+    return json.loads(VENDORED.read_text())
 
 
 def legacy_facts():
@@ -60,61 +60,69 @@ def ecdsa_modern_facts():
 # --- profile data -----------------------------------------------------------------------------
 
 def expected_profile(name: str) -> dict:
-    """Every field a Profile must hold, read from sslyze's copy: lists as tuples, Mozilla's "TLSv1"
-    as our "TLSv1.0", the cipher lists flattened (Go's list is left out: we write no Go config)."""
-    theirs = bundled_guidelines()[name]
+    """Every field a Profile must hold, read from Mozilla's document: lists as tuples, Mozilla's "TLSv1"
+    as our "TLSv1.0", the cipher lists flattened (Caddy and Go take the IANA names, as in the generator)."""
+    theirs = published_guidelines()["configurations"][name]
     plain = {key: tuple(value) if isinstance(value, list) else value for key, value in theirs.items()}
     ciphers = plain.pop("ciphers")
     versions = tuple("TLSv1.0" if v == "TLSv1" else v for v in plain["tls_versions"])
     return {**plain, "name": name, "tls_versions": versions, "ciphers_iana": tuple(ciphers["iana"]),
-            "ciphers_openssl": tuple(ciphers["openssl"]), "ciphers_caddy": tuple(ciphers["caddy"])}
+            "ciphers_openssl": tuple(ciphers["openssl"])}
 
 
 @pytest.mark.parametrize("name", PROFILE_NAMES)
-def test_its_profile_data_is_the_guidelines_sslyze_bundles(name):
+def test_its_profile_data_is_mozillas_document(name):
     ours = PROFILES[name]
     assert asdict(ours) == expected_profile(name)
-    assert list(ours.mozilla_tls_versions) == bundled_guidelines()[name]["tls_versions"]
+    assert list(ours.mozilla_tls_versions) == published_guidelines()["configurations"][name]["tls_versions"]
 
 
-def test_the_vendored_guidelines_are_the_file_sslyze_bundles_byte_for_byte():
-    """Same file, same verdicts: when sslyze moves to newer guidelines this fails, and the pin moves with it."""
-    vendored = ROOT / "tlsaudit" / "domain" / "data" / GUIDELINES_FILE
-    assert vendored.read_bytes() == bundled_guidelines_file().read_bytes()
-    document = json.loads(vendored.read_text())
+def test_the_vendored_guidelines_are_mozillas_published_file_byte_for_byte():
+    """The digest of ssl-config-generator's src/static/guidelines/6.0.json as published: a changed or
+    re-serialised copy fails here, and a newer version moves the pin, the digest and this test together."""
+    assert hashlib.sha256(VENDORED.read_bytes()).hexdigest() == GUIDELINES_SHA256
+    document = published_guidelines()
     assert (str(document["version"]), document["href"]) == (GUIDELINES_VERSION, GUIDELINES_URL)
+    assert set(document["configurations"]) == set(PROFILE_NAMES)
+    assert GUIDELINES_DATE == "2026-04-06"
 
 
-@pytest.mark.parametrize("changes", [{"version": 5.8}, {"href": "https://example.org/guidelines/5.7.json"},
+@pytest.mark.parametrize("changes", [{"version": 5.8}, {"href": "https://example.org/guidelines/6.0.json"},
                                      {"version": None}])
 def test_it_refuses_guidelines_other_than_the_pinned_ones(changes):
-    document = {**json.loads(bundled_guidelines_file().read_text()), **changes}
-    with pytest.raises(ValueError, match="expected 5.7 from https://ssl-config.mozilla.org/guidelines/5.7.json"):
+    document = {**published_guidelines(), **changes}
+    with pytest.raises(ValueError, match="expected 6.0 from https://ssl-config.mozilla.org/guidelines/6.0.json"):
         profiles_from(document)
 
 
 def test_it_refuses_a_profile_that_lacks_a_field_rather_than_guess_it():
-    document = json.loads(bundled_guidelines_file().read_text())
+    document = published_guidelines()
     del document["configurations"]["intermediate"]["dh_param_size"]
     with pytest.raises(KeyError, match="dh_param_size"):
         profiles_from(document)
 
 
-def test_its_profiles_get_looser_from_modern_to_old():
+def test_guidelines_6_0_put_the_hybrid_group_first_and_list_no_dhe():
     assert MODERN.tls_versions == ("TLSv1.3",) and MODERN.ciphers_iana == () and MODERN.certificate_types == ("ecdsa",)
-    assert INTERMEDIATE.tls_versions == ("TLSv1.2", "TLSv1.3") and INTERMEDIATE.dh_param_size == 2048
-    assert OLD.tls_versions[0] == "TLSv1.0" and OLD.server_preferred_order and OLD.dh_param_size == 1024
-    assert set(INTERMEDIATE.ciphers_iana) < set(OLD.ciphers_iana)
-    # Intermediate is forward secret and AEAD throughout; old keeps 3DES for IE8 on XP.
+    assert INTERMEDIATE.tls_versions == ("TLSv1.2", "TLSv1.3")
+    for profile in PROFILES.values():
+        assert profile.tls_curves[0] == HYBRID_GROUP == "X25519MLKEM768"
+        assert profile.classical_curves == ("X25519", "prime256v1", "secp384r1")
+    # Intermediate is ECDHE, forward secret and AEAD throughout: DHE left with 6.0.
     infos = [classify(suite(n)) for n in INTERMEDIATE.ciphers_iana]
-    assert all(i.is_forward_secret and i.is_aead for i in infos)
-    assert "TLS_RSA_WITH_3DES_EDE_CBC_SHA" in OLD.ciphers_iana
+    assert infos and all(i.is_forward_secret and i.is_aead and "ECDHE" in i.name for i in infos)
+    assert not any("DHE-" in n and not n.startswith("ECDHE") for n in INTERMEDIATE.ciphers_openssl)
     assert all(len(p.ciphers_iana) == len(p.ciphers_openssl) for p in PROFILES.values())
 
 
 def test_it_refuses_an_unknown_profile_by_name():
-    with pytest.raises(ValueError, match="modern, intermediate, old"):
+    with pytest.raises(ValueError, match="expected one of modern, intermediate$"):
         get_profile("paranoid")
+
+
+def test_the_withdrawn_old_profile_is_refused_by_name():
+    with pytest.raises(ValueError, match="unknown Mozilla profile 'old'"):
+        get_profile("old")
 
 
 # --- our checker ------------------------------------------------------------------------------
@@ -131,10 +139,11 @@ def test_a_legacy_server_misses_intermediate_on_versions_ciphers_and_dh_size():
     assert issues["dh_param_size"] == "DH parameter size is 1024, should be superior or equal to 2048."
 
 
-def test_the_legacy_server_meets_old_except_for_suites_old_does_not_list():
-    issues = check_profile(legacy_facts(), "old")
-    assert set(issues) == {"ciphers"}  # TLS_DHE_RSA_WITH_AES_128_CBC_SHA is not in "old" either
-    assert "TLS_RSA_WITH_AES_128_CBC_SHA'" not in issues["ciphers"]
+def test_a_dhe_suite_that_5_7_allowed_misses_intermediate_6_0():
+    facts = make_facts(suites=suites_for(("TLSv1.2", "TLSv1.3"))
+                       + [suite("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", kx_bits=2048)])
+    issues = check_profile(facts, "intermediate")
+    assert set(issues) == {"ciphers"} and "'TLS_DHE_RSA_WITH_AES_128_GCM_SHA256'" in issues["ciphers"]
 
 
 def test_an_rsa_server_misses_modern_on_versions_suites_and_certificate():
@@ -146,7 +155,6 @@ def test_a_tls13_only_ecdsa_server_meets_every_profile_it_can():
     facts = ecdsa_modern_facts()
     assert check_profile(facts, "modern") == {}
     assert check_profile(facts, "intermediate") == {}
-    assert set(check_profile(facts, "old")) == {"certificate_types", "certificate_signatures"}
     assert best_profile(profile_report(facts)) == "modern"
 
 
@@ -189,10 +197,11 @@ def test_untested_inputs_make_compliance_unknown_not_true():
 
 
 @pytest.mark.parametrize("report, best", [
-    ({"modern": {"compliant": False}, "intermediate": {"compliant": True}, "old": {"compliant": True}}, "intermediate"),
-    ({"modern": {"compliant": True}, "intermediate": {"compliant": True}, "old": {"compliant": False}}, "modern"),
-    ({"modern": {"compliant": None}, "intermediate": {"compliant": False}, "old": {"compliant": True}}, "old"),
-    ({"modern": {"compliant": False}, "intermediate": {"compliant": None}, "old": {"compliant": None}}, None),
+    ({"modern": {"compliant": False}, "intermediate": {"compliant": True}}, "intermediate"),
+    ({"modern": {"compliant": True}, "intermediate": {"compliant": True}}, "modern"),
+    # a verdict stored under 5.7 may hold "old": it is not a profile any more
+    ({"modern": {"compliant": None}, "intermediate": {"compliant": False}, "old": {"compliant": True}}, None),
+    ({"modern": {"compliant": False}, "intermediate": {"compliant": None}}, None),
     ({}, None),
 ])
 def test_best_profile_is_the_strictest_one_met(report, best):
@@ -202,7 +211,7 @@ def test_best_profile_is_the_strictest_one_met(report, best):
 def test_profile_report_labels_a_typical_server_intermediate():
     report = profile_report(make_facts())
     assert best_profile(report) == "intermediate"
-    assert report["intermediate"] == {"compliant": True, "issues": {}}
+    assert report["intermediate"] == {"compliant": True, "issues": {}, "guidelines": "6.0"}
 
 
 # --- plain words ------------------------------------------------------------------------------

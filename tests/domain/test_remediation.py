@@ -19,7 +19,7 @@ from tests.domain.factories import (
     suites_for,
 )
 from tlsaudit.domain.grading import GRADES, grade
-from tlsaudit.domain.mozilla import INTERMEDIATE, MODERN, OLD, check_profile
+from tlsaudit.domain.mozilla import INTERMEDIATE, MODERN, PROFILES, check_profile
 from tlsaudit.domain.remediation import Recommendation, grade_after, predict_all, recommend
 from tlsaudit.domain.scanfacts import BAD, OK, Check
 from tlsaudit.domain.snippets import SERVERS, config_snippets
@@ -186,7 +186,8 @@ def test_a_weak_dh_group_is_replaced_by_ffdhe2048_in_the_prediction():
                        + [suite("TLS_DHE_RSA_WITH_AES_128_GCM_SHA256", kx_bits=1024)])
     assert grade(facts).grade == "B"
     rec = by_id(recommend(facts))["kx.dh_2048"]
-    assert "ffdhe2048" in rec.change and "drop the DHE suites" in rec.change
+    assert "ffdhe2048" in rec.change and rec.change.startswith("Drop the DHE suites") and "since 6.0" in rec.change
+    assert "TLS_DHE_RSA_WITH_AES_128_GCM_SHA256" in by_id(recommend(facts))["cipher.match_profile"].change
     assert rec.predicted_grade == "A+"
     assert {s.kx_bits for s in rec.apply(facts).suites if s.kx_type == "DH"} == {2048}
 
@@ -269,17 +270,18 @@ def test_heartbleed_and_robot_get_their_own_fixes():
 def test_server_order_is_recommended_when_weak_suites_meet_client_order():
     facts = make_facts(suites=suites_for(MODERN_PROTOCOLS) + [suite("TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA")],
                        preferences=[preference("TLSv1.2", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", enforced=False)])
-    rec = by_id(recommend(facts, "old"))["cipher.server_order"]
+    rec = by_id(recommend(facts))["cipher.server_order"]
     after = rec.apply(facts).preferences["TLSv1.2"]
     assert after.enforced and after.order[-1] == "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA"
     assert after.order[0] in INTERMEDIATE.ciphers_iana
 
 
-def test_the_old_profile_keeps_tls10_and_3des():
+def test_tls10_and_3des_go_whatever_profile_is_asked_for_now_that_old_is_withdrawn():
     facts = tls10_site(suites=suites_for(ALL_TLS) + [suite("TLS_RSA_WITH_3DES_EDE_CBC_SHA", "TLSv1.0")])
-    ids = {r.id for r in recommend(facts, "old")}
-    assert "proto.disable_legacy" not in ids and "cipher.disable_64bit" not in ids
-    assert {"proto.disable_legacy", "cipher.disable_64bit"} <= {r.id for r in recommend(facts)}
+    for profile in PROFILES:
+        assert {"proto.disable_legacy", "cipher.disable_64bit"} <= {r.id for r in recommend(facts, profile)}
+    with pytest.raises(ValueError, match="unknown Mozilla profile 'old'"):
+        recommend(facts, "old")
 
 
 @pytest.mark.parametrize("facts, rec_id, kind", [
@@ -327,33 +329,33 @@ SNIPPET_ROWS = [
                                "ssl_ciphers " + ":".join(INTERMEDIATE.ciphers_openssl) + ";",
                                "ssl_session_tickets off;", "ssl_session_cache shared:MozSSL:10m;",
                                "ssl_stapling on;", 'add_header Strict-Transport-Security "max-age=63072000" always;',
-                               "ssl_dhparam", "ffdhe2048", "ssl_ecdh_curve X25519:prime256v1:secp384r1;",
+                               "ssl_ecdh_curve X25519MLKEM768:X25519:prime256v1:secp384r1;",
+                               "# ssl_ecdh_curve X25519:prime256v1:secp384r1;", "OpenSSL 3.5+",
                                "ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
-                               "TLS_CHACHA20_POLY1305_SHA256;"], ["TLSv1.1", "DES-CBC3-SHA"]),
-    ("old", "nginx", ["ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3;", "ssl_prefer_server_ciphers on;",
-                      "DES-CBC3-SHA;", "@SECLEVEL=0"], []),
+                               "TLS_CHACHA20_POLY1305_SHA256;"], ["TLSv1.1", "DES-CBC3-SHA", ":DHE-RSA", "ssl_dhparam", "ffdhe2048"]),
     ("modern", "nginx", ["ssl_protocols TLSv1.3;", "ssl_prefer_server_ciphers off;"], ["ssl_ciphers", "ssl_dhparam"]),
     ("intermediate", "apache", ["SSLProtocol             -all +TLSv1.2 +TLSv1.3", "SSLHonorCipherOrder     off",
                                 "SSLSessionTickets       off", "SSLUseStapling On",
                                 'Header always set Strict-Transport-Security "max-age=63072000"',
                                 "SSLCipherSuite          TLSv1.3 TLS_AES_128_GCM_SHA256",
                                 "SSLCipherSuite          " + ":".join(INTERMEDIATE.ciphers_openssl),
-                                'SSLOpenSSLConfCmd       DHParameters "/path/to/dhparam"'], ["TLSv1.1"]),
-    ("old", "apache", ["SSLProtocol             all -SSLv3", "SSLHonorCipherOrder     on"], []),
+                                "SSLOpenSSLConfCmd       Curves X25519MLKEM768:X25519:prime256v1:secp384r1",
+                                "# SSLOpenSSLConfCmd       Curves X25519:prime256v1:secp384r1"],
+     ["TLSv1.1", "DHParameters"]),
     ("modern", "apache", ["SSLProtocol             -all +TLSv1.3"], ["DHParameters"]),
     ("intermediate", "haproxy", ["ssl-default-bind-ciphers " + ":".join(INTERMEDIATE.ciphers_openssl),
                                  "ssl-default-bind-ciphersuites TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:"
                                  "TLS_CHACHA20_POLY1305_SHA256",
                                  "ssl-default-bind-options prefer-client-ciphers ssl-min-ver TLSv1.2 no-tls-tickets",
-                                 "ssl-dh-param-file /path/to/dhparam", "alpn h2,http/1.1",
-                                 "http-response set-header Strict-Transport-Security max-age=63072000"], []),
-    ("old", "haproxy", ["ssl-default-bind-options ssl-min-ver TLSv1.0 no-tls-tickets"], ["prefer-client-ciphers"]),
+                                 "ssl-default-bind-curves X25519MLKEM768:X25519:prime256v1:secp384r1",
+                                 "alpn h2,http/1.1",
+                                 "http-response set-header Strict-Transport-Security max-age=63072000"],
+     ["ssl-dh-param-file"]),
     ("modern", "haproxy", ["ssl-min-ver TLSv1.3"], ["ssl-default-bind-ciphers "]),
-    ("intermediate", "caddy", ["protocols tls1.2 tls1.3", "ciphers " + " ".join(INTERMEDIATE.ciphers_caddy),
-                               "curves x25519 secp256r1 secp384r1",
+    ("intermediate", "caddy", ["protocols tls1.2 tls1.3", "ciphers " + " ".join(INTERMEDIATE.ciphers_iana),
+                               "curves x25519mlkem768 x25519 secp256r1 secp384r1", "Caddy 2.10+",
                                'header Strict-Transport-Security "max-age=63072000"'], ["TLS_DHE_"]),
     ("modern", "caddy", ["protocols tls1.3\n"], ["ciphers"]),
-    ("old", "caddy", ["protocols tls1.2 tls1.3", "cannot serve TLS 1.0/1.1", "TLS_RSA_WITH_3DES_EDE_CBC_SHA"], []),
 ]
 
 
@@ -367,7 +369,7 @@ def test_each_snippet_has_the_profiles_directives(profile, server, present, abse
 
 
 def test_snippets_cover_every_server_and_profile_with_the_scanned_host():
-    for profile in (MODERN, INTERMEDIATE, OLD):
+    for profile in (MODERN, INTERMEDIATE):
         snippets = config_snippets(profile.name, make_facts(host="shop.example.com"))
         assert set(snippets) == set(SERVERS) == {"nginx", "apache", "haproxy", "caddy"}
         assert "server_name shop.example.com;" in snippets["nginx"]

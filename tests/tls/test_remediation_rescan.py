@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import ssl
 import subprocess
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -149,7 +150,11 @@ def forward_secrecy(spec: ServerSpec, rec: Recommendation) -> ServerSpec:
 
 
 def curves(spec: ServerSpec, rec: Recommendation) -> ServerSpec:
-    return dataclasses.replace(spec, ecdh_curve=grab(r"Set the groups to (\S+) \(nginx: ssl_ecdh_curve", rec.change))
+    """As an owner reads the advice: the hybrid group's list with OpenSSL 3.5+, the one it names for older."""
+    groups = grab(r"Set the groups to (\S+) \(nginx: ssl_ecdh_curve", rec.change)
+    if ssl.OPENSSL_VERSION_INFO < (3, 5) and "X25519MLKEM768" in groups:
+        groups = grab(r"use (\S+) there\)", rec.change)
+    return dataclasses.replace(spec, ecdh_curve=groups)
 
 
 def dh_2048(spec: ServerSpec, rec: Recommendation) -> ServerSpec:

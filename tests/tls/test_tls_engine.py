@@ -110,7 +110,7 @@ def test_progress_is_reported_per_phase_and_per_sslyze_command(modern_scan):
 
 def test_mozilla_profiles_are_checked_on_the_live_result(modern_scan):
     mozilla = modern_scan[0].mozilla
-    assert set(mozilla) == {"modern", "intermediate", "old"}
+    assert set(mozilla) == {"modern", "intermediate"}
     assert mozilla["modern"]["compliant"] is False and "tls_versions" in mozilla["modern"]["issues"]
     assert all(isinstance(entry["issues"], dict) and entry["error"] == "" for entry in mozilla.values())
 

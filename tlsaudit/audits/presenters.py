@@ -32,6 +32,7 @@ def present_report(audit) -> dict:
         "finding_groups": _finding_groups(findings),
         "failing_count": sum(1 for f in findings if f.status == "fail"),
         "mozilla": report.get("mozilla", {}),
+        "mozilla_guidelines": guidelines_of(report.get("mozilla", {})),
         "recommendations": report.get("recommendations", []),
         "predicted": report.get("predicted"),
         "snippets": ordered_snippets(report.get("snippets", {})),
@@ -40,6 +41,12 @@ def present_report(audit) -> dict:
         "service": service_named(facts.service),
         "not_applicable": not_applicable_reasons(grade),
     }
+
+
+def guidelines_of(mozilla: dict) -> str:
+    """The guidelines version a stored verdict was judged on: audits before 6.0 did not say, and were 5.7."""
+    versions = {entry.get("guidelines", "5.7") for entry in mozilla.values() if isinstance(entry, dict)}
+    return versions.pop() if len(versions) == 1 else "5.7"
 
 
 def not_applicable_reasons(grade: dict) -> list[str]:

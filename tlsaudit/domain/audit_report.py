@@ -11,12 +11,19 @@ from datetime import datetime
 
 from tlsaudit.domain.findings import Finding, derive_findings
 from tlsaudit.domain.grading import GradeResult, grade
-from tlsaudit.domain.mozilla import DATES_FAIL, PROFILE_NAMES, best_profile, explain_issues, profile_report
+from tlsaudit.domain.mozilla import (
+    DATES_FAIL,
+    GUIDELINES_VERSION,
+    PROFILE_NAMES,
+    best_profile,
+    explain_issues,
+    profile_report,
+)
 from tlsaudit.domain.remediation import Recommendation, grade_after, recommend
 from tlsaudit.domain.scanfacts import ScanFacts
 from tlsaudit.domain.snippets import config_snippets
 
-RULES_VERSION = "2009r+tlsaudit.9"  # bump when grading, findings or recommendations change
+RULES_VERSION = "2009r+tlsaudit.10"  # bump when grading, findings or recommendations change
 
 
 @dataclass(frozen=True)
@@ -47,7 +54,8 @@ class AuditReport:
 
 def build_report(facts: ScanFacts, mozilla: dict | None = None, *, target_profile: str = "intermediate",
                  now: datetime | None = None) -> AuditReport:
-    """1. grade, 2. findings, 3. Mozilla verdicts (sslyze's when the scan ran it, else ours),
+    """1. grade, 2. findings, 3. Mozilla verdicts (sslyze's when the scan ran it on the pinned
+    guidelines, else ours: an audit judged on older guidelines is judged again on today's),
     4. recommendations towards `target_profile` with the grade predicted after all of them."""
     source = mozilla if _complete(mozilla) else profile_report(facts)
     verdicts = explain_mozilla(accept_custom_ca(source, facts), "sslyze" if _complete(mozilla) else "tlsaudit")
@@ -72,6 +80,7 @@ def explain_mozilla(report: dict, source: str) -> dict:
         issues = {k: v for k, v in (entry.get("issues") or {}).items() if k != "incomplete"}
         entry["explained"] = explain_issues(name, issues)
         entry["source"] = source
+        entry["guidelines"] = GUIDELINES_VERSION
         explained[name] = entry
     return explained
 
@@ -108,4 +117,5 @@ def accept_custom_ca(report: dict, facts: ScanFacts) -> dict:
 
 def _complete(mozilla: dict | None) -> bool:
     return bool(mozilla) and all(name in mozilla and mozilla[name].get("compliant") is not None
+                                 and mozilla[name].get("guidelines") == GUIDELINES_VERSION
                                  for name in PROFILE_NAMES)

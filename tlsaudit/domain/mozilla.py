@@ -16,15 +16,21 @@ from tlsaudit.domain.findings import is_trusted
 from tlsaudit.domain.findings.registry import aware
 from tlsaudit.domain.scanfacts import BAD, OK, PROTOCOLS, ScanFacts
 
-# The pinned guidelines. The file in data/ is a byte-for-byte copy of the one sslyze 6.3.1 bundles
-# (sslyze/mozilla_tls_profile/5.7.json, Mozilla's file as published at GUIDELINES_URL); a test keeps
-# the two identical, so our checker and sslyze's always judge against the same profiles.
-GUIDELINES_VERSION = "5.7"
-GUIDELINES_URL = "https://ssl-config.mozilla.org/guidelines/5.7.json"
-GUIDELINES_FILE = "mozilla-server-side-tls-5.7.json"
+# The pinned guidelines: the newest Mozilla publishes (the generator's latest.json names it), copied
+# byte for byte from mozilla/ssl-config-generator (src/static/guidelines/6.0.json, commit
+# f196de90d2d6, released with the generator's 6.0.0 of GUIDELINES_DATE). A test holds the file to its
+# digest, and workers/tls/mozilla.py hands the same file to sslyze's checker, so both judge alike.
+GUIDELINES_VERSION = "6.0"
+GUIDELINES_DATE = "2026-04-06"
+GUIDELINES_URL = "https://ssl-config.mozilla.org/guidelines/6.0.json"
+GUIDELINES_FILE = "mozilla-server-side-tls-6.0.json"
+GUIDELINES_SHA256 = "6877732cd3e8e1cea395b4be160dd1d17e5571d3cab54932d285f943b63de124"
 
-# Strictest first: `best_profile` walks this order.
-PROFILE_NAMES = ("modern", "intermediate", "old")
+# Strictest first: `best_profile` walks this order. Mozilla withdrew "old" in 6.0.
+PROFILE_NAMES = ("modern", "intermediate")
+
+# The hybrid post-quantum group 6.0 puts first: OpenSSL knows it from 3.5, Go from 1.24.
+HYBRID_GROUP = "X25519MLKEM768"
 
 # Mozilla writes "TLSv1"; ScanFacts writes "TLSv1.0".
 _MOZILLA_VERSION_NAME = {"SSLv2": "SSLv2", "SSLv3": "SSLv3", "TLSv1.0": "TLSv1", "TLSv1.1": "TLSv1.1",
@@ -42,7 +48,6 @@ class Profile:
     ciphersuites: tuple[str, ...]           # TLS 1.3
     ciphers_iana: tuple[str, ...]           # TLS <= 1.2, in the profile's order
     ciphers_openssl: tuple[str, ...]        # the same suites by OpenSSL name, in the generator's order
-    ciphers_caddy: tuple[str, ...]          # Go's subset (no DHE, no CBC-SHA256/384 in Go)
     tls_curves: tuple[str, ...]             # Mozilla (OpenSSL) names, in order
     certificate_types: tuple[str, ...]      # "ecdsa" / "rsa"
     certificate_curves: tuple[str, ...]
@@ -61,9 +66,14 @@ class Profile:
     def mozilla_tls_versions(self) -> tuple[str, ...]:
         return tuple(_MOZILLA_VERSION_NAME[v] for v in self.tls_versions)
 
+    @property
+    def classical_curves(self) -> tuple[str, ...]:
+        """The groups a TLS library older than OpenSSL 3.5 accepts (it refuses the whole list otherwise)."""
+        return tuple(c for c in self.tls_curves if "MLKEM" not in c.upper())
+
 
 def profiles_from(guidelines: dict) -> dict[str, Profile]:
-    """Our three profiles from Mozilla's guidelines document, which must be the pinned version:
+    """Our profiles from Mozilla's guidelines document, which must be the pinned version:
     a newer file dropped in data/ cannot change what "intermediate" means until the pin (and with it
     the sslyze comparison test) moves too."""
     found = (str(guidelines.get("version")), guidelines.get("href"))
@@ -74,29 +84,29 @@ def profiles_from(guidelines: dict) -> dict[str, Profile]:
 
 
 # Fields whose value is not Mozilla's value of the same name.
-_CONVERTED = {"name", "tls_versions", "ciphers_iana", "ciphers_openssl", "ciphers_caddy"}
+_CONVERTED = {"name", "tls_versions", "ciphers_iana", "ciphers_openssl"}
 
 
 def _profile(name: str, config: dict) -> Profile:
     """Lists become tuples (profiles are frozen), "TLSv1" becomes "TLSv1.0", and the cipher lists
-    we write configs from are lifted out of "ciphers" (not Go's: we write no Go server config)."""
+    are lifted out of "ciphers" (Go and Caddy take the IANA names, as in the generator)."""
     same = {f.name: _frozen(config[f.name]) for f in fields(Profile) if f.name not in _CONVERTED}
     ciphers = config["ciphers"]
     return Profile(name=name, tls_versions=tuple(_OUR_VERSION_NAME[v] for v in config["tls_versions"]),
-                   ciphers_iana=tuple(ciphers["iana"]), ciphers_openssl=tuple(ciphers["openssl"]),
-                   ciphers_caddy=tuple(ciphers["caddy"]), **same)
+                   ciphers_iana=tuple(ciphers["iana"]), ciphers_openssl=tuple(ciphers["openssl"]), **same)
 
 
 def _frozen(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def _read_guidelines() -> dict:
-    return json.loads((files("tlsaudit.domain") / "data" / GUIDELINES_FILE).read_text(encoding="utf-8"))
+def guidelines_text() -> str:
+    """The pinned file as published (sslyze's checker reads it too)."""
+    return (files("tlsaudit.domain") / "data" / GUIDELINES_FILE).read_text(encoding="utf-8")
 
 
-PROFILES: dict[str, Profile] = profiles_from(_read_guidelines())
-MODERN, INTERMEDIATE, OLD = (PROFILES[name] for name in PROFILE_NAMES)
+PROFILES: dict[str, Profile] = profiles_from(json.loads(guidelines_text()))
+MODERN, INTERMEDIATE = (PROFILES[name] for name in PROFILE_NAMES)
 
 
 def get_profile(name: str) -> Profile:
@@ -135,13 +145,13 @@ def check_profile(facts: ScanFacts, profile: str) -> dict[str, str]:
 
 
 def profile_report(facts: ScanFacts) -> dict[str, dict]:
-    """{"modern": {"compliant": bool | None, "issues": {...}}, ...} for all three profiles."""
+    """{"modern": {"compliant": bool | None, "issues": {...}, "guidelines": "6.0"}, ...} for each profile."""
     report = {}
     for name in PROFILE_NAMES:
         issues = check_profile(facts, name)
         real = {k: v for k, v in issues.items() if k != "incomplete"}
         compliant = False if real else (None if issues else True)
-        report[name] = {"compliant": compliant, "issues": issues}
+        report[name] = {"compliant": compliant, "issues": issues, "guidelines": GUIDELINES_VERSION}
     return report
 
 
@@ -170,10 +180,13 @@ def _untested_inputs(facts: ScanFacts) -> list[str]:
 def signature_algorithm(deployment) -> str | None:
     """The leaf's signature algorithm in Mozilla's (OpenSSL) spelling, e.g. "sha256WithRSAEncryption".
 
-    The algorithm follows the *issuer's* key type, so it needs the next certificate in the chain
-    (or the leaf itself when self-signed). None when we cannot tell.
+    Read from the leaf itself; audits from before that field existed infer it from the *issuer's* key
+    type, which needs the next certificate in the chain (or the leaf itself when self-signed). None
+    when we cannot tell.
     """
     leaf = deployment.leaf
+    if leaf.signature_algorithm:
+        return leaf.signature_algorithm
     if not leaf.signature_hash:
         return None
     if leaf.self_signed:

@@ -28,7 +28,7 @@ from tlsaudit.domain.findings.cert import (
 )
 from tlsaudit.domain.findings.registry import aware
 from tlsaudit.domain.grading import GradeResult, grade
-from tlsaudit.domain.mozilla import Profile, get_profile, normalise_curve
+from tlsaudit.domain.mozilla import HYBRID_GROUP, Profile, get_profile, normalise_curve
 from tlsaudit.domain.scanfacts import (
     BAD,
     NOT_TESTED,
@@ -596,7 +596,7 @@ def _rec_64bit(ctx: _Context) -> _Draft | None:
 def _rec_forward_secrecy(ctx: _Context) -> _Draft | None:
     infos = [classify(s) for s in ctx.facts.suites]
     non_fs = [i.name for i in infos if not i.is_forward_secret and i.protocol != "TLSv1.3"]
-    if not non_fs or ctx.profile.name == "old":
+    if not non_fs:
         return None
     p = ctx.profile
     has_fs = any(i.is_forward_secret for i in infos)
@@ -620,8 +620,7 @@ def _rec_match_profile(ctx: _Context) -> _Draft | None:
     p = ctx.profile
     allowed = set(p.ciphers_iana)
     extra = [s for s in ctx.facts.suites if s.protocol != "TLSv1.3" and s.name not in allowed
-             and not _insecure(s) and not classify(s).is_64bit_block
-             and (classify(s).is_forward_secret or p.name == "old")]
+             and not _insecure(s) and not classify(s).is_64bit_block and classify(s).is_forward_secret]
     extra13 = [s for s in ctx.facts.suites if s.protocol == "TLSv1.3" and s.name not in p.ciphersuites]
     if not extra + extra13:
         return None
@@ -658,8 +657,9 @@ def _rec_dh(ctx: _Context) -> _Draft | None:
     return _Draft(
         id="kx.dh_2048", title="Use a 2048-bit Diffie-Hellman group",
         why=f"The DHE suites use a {size}-bit group, weaker than the certificate itself.",
-        change=("Use a 2048-bit DH group (ffdhe2048: curl https://ssl-config.mozilla.org/ffdhe2048.txt > "
-                "/path/to/dhparam; nginx: ssl_dhparam /path/to/dhparam) or drop the DHE suites."),
+        change=("Drop the DHE suites (Mozilla's guidelines list none since 6.0: a client that speaks DHE also "
+                "speaks ECDHE), or use a 2048-bit group (ffdhe2048: curl https://ssl-config.mozilla.org/ffdhe2048.txt"
+                " > /path/to/dhparam; nginx: ssl_dhparam /path/to/dhparam)."),
         impact="Lifts the key-exchange cap (B).", transform=fix,
         fixes=("kx.weak_dh", "vuln.logjam", "cap.weak_key", "cap.insecure_key"))
 
@@ -681,7 +681,8 @@ def _rec_curves(ctx: _Context) -> _Draft | None:
     return _Draft(
         id="kx.curves", title="Offer only X25519, P-256 and P-384 for key exchange",
         why=f"The server accepts key-exchange groups outside Mozilla's {p.name} list: {_names(extra or [s.kx_curve or '?' for s in small])}.",
-        change=f"Set the groups to {':'.join(p.tls_curves)} (nginx: ssl_ecdh_curve; Apache: SSLOpenSSLConfCmd Curves).",
+        change=(f"Set the groups to {':'.join(p.tls_curves)} (nginx: ssl_ecdh_curve; Apache: SSLOpenSSLConfCmd "
+                f"Curves); {_classical_fallback(p)}"),
         impact="Only strong, widely supported curves are negotiated.", transform=fix,
         fixes=("kx.weak_ecdh", "cap.weak_key", "cap.insecure_key"))
 
@@ -845,7 +846,15 @@ def _rec_preload(ctx: _Context) -> _Draft | None:
         fixes=("hsts.preload_ready", "hsts.include_subdomains"), kind="performance")
 
 
-PQ_NGINX_CURVES = "X25519MLKEM768:X25519:prime256v1:secp384r1"
+def _classical_fallback(p: Profile) -> str:
+    if p.classical_curves == p.tls_curves:
+        return "every TLS library knows these names."
+    return (f"{HYBRID_GROUP} needs OpenSSL 3.5 or later (Debian 13; Debian 12 and Ubuntu 24.04 ship 3.0, on which "
+            f"nginx refuses to start with it: use {':'.join(p.classical_curves)} there).")
+
+
+def _pq_groups(p: Profile) -> str:
+    return ":".join(p.tls_curves if HYBRID_GROUP in p.tls_curves else (HYBRID_GROUP, *p.tls_curves))
 
 
 def _rec_post_quantum(ctx: _Context) -> _Draft | None:
@@ -868,9 +877,11 @@ def _rec_post_quantum(ctx: _Context) -> _Draft | None:
              f"{pq.browser_choice or 'a classical group'} instead, so recorded traffic could be decrypted by a "
              "future quantum computer."),
         change=(f"{tls13}Upgrade to OpenSSL 3.5 or later (or BoringSSL / Go 1.24+) and put the hybrid group first "
-                f"(nginx: ssl_ecdh_curve {PQ_NGINX_CURVES}; Apache: SSLOpenSSLConfCmd Curves {PQ_NGINX_CURVES}; "
-                "HAProxy 3.x: curves X25519MLKEM768:X25519:P-256). With an older OpenSSL nginx refuses to start on "
-                "the unknown name, so upgrade first."),
+                f"(nginx: ssl_ecdh_curve {_pq_groups(ctx.profile)}; Apache: SSLOpenSSLConfCmd Curves "
+                f"{_pq_groups(ctx.profile)}; "
+                "HAProxy 3.x: curves X25519MLKEM768:X25519:P-256; Caddy 2.10+ offers it unasked), as Mozilla's "
+                "guidelines 6.0 do. With an older OpenSSL nginx refuses to start on the unknown name, so upgrade "
+                "first."),
         impact="Today's traffic stays secret even against a future quantum computer; the grade does not change.",
         transform=fix, fixes=("kx.post_quantum",))
 

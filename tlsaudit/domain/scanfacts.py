@@ -88,6 +88,9 @@ class Certificate:
     authority_key_id: str = ""      # hex keyIdentifier of its AKI: its issuer's key
     earliest_sct: datetime | None = None    # the earliest embedded SCT's timestamp (Chrome's issuance date)
     ekus: tuple[str, ...] | None = None     # extended key usages by name ("serverAuth", "clientAuth", OIDs); () = none
+    # Its own signatureAlgorithm as OpenSSL and Mozilla name it ("sha256WithRSAEncryption", "ecdsa-with-SHA256");
+    # "" = not read (older audits: then it is inferred from the issuer's key, when the issuer was sent)
+    signature_algorithm: str = ""
 
 
 @dataclass(frozen=True)

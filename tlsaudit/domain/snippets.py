@@ -10,8 +10,8 @@ deployed certificate does not suit the profile.
 
 from __future__ import annotations
 
-from tlsaudit.domain.mozilla import Profile, get_profile
-from tlsaudit.domain.scanfacts import ScanFacts
+from tlsaudit.domain.mozilla import GUIDELINES_VERSION, HYBRID_GROUP, Profile, get_profile
+from tlsaudit.domain.scanfacts import OK, ScanFacts
 from tlsaudit.domain.services import HTTPS
 
 SERVERS = ("nginx", "apache", "haproxy", "caddy")
@@ -24,8 +24,8 @@ _PROTOCOL_WORDS = {
     "TLSv1.2": ("TLSv1.2", "TLSv1.2", "tls1.2"),
     "TLSv1.3": ("TLSv1.3", "TLSv1.3", "tls1.3"),
 }
-_SECLEVEL_NOTE = "with OpenSSL 3, TLS 1.0/1.1 also need ':@SECLEVEL=0' appended to the cipher list"
-_CADDY_CURVES = {"X25519": "x25519", "prime256v1": "secp256r1", "secp384r1": "secp384r1"}
+_CADDY_CURVES = {"X25519MLKEM768": "x25519mlkem768", "X25519": "x25519", "prime256v1": "secp256r1",
+                 "secp384r1": "secp384r1"}
 
 
 MAIL_SERVERS = {"smtp": "postfix", "smtps": "postfix", "imap": "dovecot", "imaps": "dovecot",
@@ -37,7 +37,7 @@ def config_snippets(profile: str, facts: ScanFacts | None = None) -> dict[str, s
     service {"postfix": ...} or {"dovecot": ...}; for another service that is not HTTPS, {}."""
     p = get_profile(profile)
     host = facts.host if facts else "example.com"
-    notes = _notes(p, facts)
+    notes = _notes(p, facts) + _hybrid_notes(p, facts)
     service = facts.service if facts else HTTPS
     if service != HTTPS:
         return _mail_snippets(p, service, notes)
@@ -62,8 +62,29 @@ def _notes(p: Profile, facts: ScanFacts | None) -> list[str]:
     return notes
 
 
+def _hybrid_notes(p: Profile, facts: ScanFacts | None) -> list[str]:
+    """What the scan says about the hybrid group the profile puts first (the library is not visible)."""
+    pq = facts.post_quantum if facts else None
+    if HYBRID_GROUP not in p.tls_curves or pq is None or not pq.check.tested:
+        return []
+    if pq.check.status == OK and HYBRID_GROUP in pq.accepted:
+        return [f"{facts.host} already negotiates {HYBRID_GROUP}: its TLS library has it."]
+    return [f"{facts.host} does not negotiate {HYBRID_GROUP} today: if the server refuses the groups line "
+            "below, its TLS library predates OpenSSL 3.5; use the line without it."]
+
+
+def _groups(p: Profile, directive: str, separator: str = ":", indent: str = "", end: str = "") -> list[str]:
+    """The profile's groups, hybrid first as Mozilla 6.0 has them, and the line for older libraries."""
+    lines = [f"{indent}{directive}{separator.join(p.tls_curves)}{end}"]
+    if p.classical_curves != p.tls_curves:
+        lines += [f"{indent}# {HYBRID_GROUP} needs OpenSSL 3.5+ (Debian 13); OpenSSL 3.0 (Debian 12, "
+                  "Ubuntu 24.04) refuses the name and the server will not start. There, instead:",
+                  f"{indent}# {directive}{separator.join(p.classical_curves)}{end}"]
+    return lines
+
+
 def _header(p: Profile, server: str, notes: list[str], comment: str = "#") -> list[str]:
-    lines = [f"{comment} Mozilla Guideline v5.7, {server}, {p.name} configuration",
+    lines = [f"{comment} Mozilla Guideline v{GUIDELINES_VERSION}, {server}, {p.name} configuration",
              f"{comment} oldest compatible clients: {', '.join(p.oldest_clients)}"]
     lines += [f"{comment} {n}" for n in notes]
     return lines
@@ -72,7 +93,6 @@ def _header(p: Profile, server: str, notes: list[str], comment: str = "#") -> li
 def _dh_hint(p: Profile) -> str | None:
     if not any(s.startswith("DHE-") for s in p.ciphers_openssl):
         return None
-    # ffdhe2048 also satisfies "old" (>= 1024) and keeps the key-exchange grade at A.
     return "curl https://ssl-config.mozilla.org/ffdhe2048.txt > /path/to/dhparam"
 
 
@@ -111,13 +131,9 @@ def _nginx(p: Profile, host: str, notes: list[str]) -> str:
     lines += [
         f"    # {p.name} configuration",
         f"    ssl_protocols {protocols};",
-        f"    ssl_ecdh_curve {':'.join(p.tls_curves)};",
-        "    # post-quantum key exchange, with OpenSSL >= 3.5 only (older ones refuse the name):",
-        f"    # ssl_ecdh_curve X25519MLKEM768:{':'.join(p.tls_curves)};",
+        *_groups(p, "ssl_ecdh_curve ", indent="    ", end=";"),
     ]
     if p.ciphers_openssl:
-        if "TLSv1.0" in p.tls_versions:
-            lines.append(f"    # {_SECLEVEL_NOTE}")
         lines.append(f"    ssl_ciphers {':'.join(p.ciphers_openssl)};")
     lines += [
         f"    ssl_conf_command Ciphersuites {':'.join(p.ciphersuites)};",
@@ -141,8 +157,6 @@ def _nginx(p: Profile, host: str, notes: list[str]) -> str:
 # --- Apache ------------------------------------------------------------------------------------
 
 def _apache_protocols(p: Profile) -> str:
-    if p.name == "old":
-        return "all -SSLv3"
     return "-all " + " ".join("+" + _PROTOCOL_WORDS[v][1] for v in p.tls_versions)
 
 
@@ -171,11 +185,9 @@ def _apache(p: Profile, host: str, notes: list[str]) -> str:
         "",
         f"# {p.name} configuration",
         f"SSLProtocol             {_apache_protocols(p)}",
-        f"SSLOpenSSLConfCmd       Curves {':'.join(p.tls_curves)}",
+        *_groups(p, "SSLOpenSSLConfCmd       Curves "),
     ]
     if p.ciphers_openssl:
-        if "TLSv1.0" in p.tls_versions:
-            lines.append(f"# {_SECLEVEL_NOTE}")
         lines.append(f"SSLCipherSuite          {':'.join(p.ciphers_openssl)}")
     lines += [
         f"SSLCipherSuite          TLSv1.3 {':'.join(p.ciphersuites)}",
@@ -203,11 +215,9 @@ def _haproxy(p: Profile, notes: list[str]) -> str:
         "global",
         f"    # {p.name} configuration",
         "    # ssl-default-bind-curves needs HAProxy 2.8+; drop the line on older 2.x",
-        f"    ssl-default-bind-curves {':'.join(p.tls_curves)}",
+        *_groups(p, "ssl-default-bind-curves ", indent="    "),
     ]
     if p.ciphers_openssl:
-        if "TLSv1.0" in p.tls_versions:
-            lines.append(f"    # {_SECLEVEL_NOTE}")
         lines.append(f"    ssl-default-bind-ciphers {':'.join(p.ciphers_openssl)}")
     lines += [
         f"    ssl-default-bind-ciphersuites {':'.join(p.ciphersuites)}",
@@ -242,7 +252,7 @@ def _haproxy(p: Profile, notes: list[str]) -> str:
 # --- Caddy -------------------------------------------------------------------------------------
 
 def _caddy(p: Profile, host: str, notes: list[str]) -> str:
-    # Caddy 2 accepts only tls1.2 and tls1.3 (it dropped TLS 1.0/1.1), so "old" starts at 1.2 there.
+    # Caddy 2 accepts only tls1.2 and tls1.3 (it dropped TLS 1.0/1.1).
     words = [_PROTOCOL_WORDS[v][2] for v in p.tls_versions if v in ("TLSv1.2", "TLSv1.3")]
     protocols = words[0] if len(words) == 1 else f"{words[0]} {words[-1]}"
     lines = _header(p, "Caddy 2", notes) + [
@@ -256,9 +266,10 @@ def _caddy(p: Profile, host: str, notes: list[str]) -> str:
         "    tls {",
         f"        protocols {protocols}",
     ]
-    if p.ciphers_caddy:
-        lines.append(f"        ciphers {' '.join(p.ciphers_caddy)}")
+    if p.ciphers_iana:
+        lines.append(f"        ciphers {' '.join(p.ciphers_iana)}")
     lines += [
+        "        # x25519mlkem768 needs Caddy 2.10+ (Go 1.24); drop it on older Caddy",
         f"        curves {' '.join(_CADDY_CURVES[c] for c in p.tls_curves)}",
         "    }",
         f'    header Strict-Transport-Security "max-age={HSTS_MAX_AGE}"',
@@ -290,7 +301,7 @@ def _postfix(p: Profile, service: str, notes: list[str]) -> str:
         lines += ["smtpd_tls_ciphers = medium", "smtpd_tls_mandatory_ciphers = medium",
                   f"tls_medium_cipherlist = {':'.join(p.ciphers_openssl)}"]
     lines += [f"tls_preempt_cipherlist = {'yes' if p.server_preferred_order else 'no'}",
-              f"tls_eecdh_auto_curves = {' '.join(p.tls_curves)}"]
+              *_groups(p, "tls_eecdh_auto_curves = ", separator=" ")]
     if _dh_hint(p):
         lines += [f"# {_dh_hint(p)}", "smtpd_tls_dh1024_param_file = /path/to/dhparam"]
     if service == "smtps":
@@ -305,7 +316,7 @@ def _dovecot(p: Profile, notes: list[str]) -> str:
         "ssl_cert = </path/to/signed_cert_plus_intermediates",
         "ssl_key = </path/to/private_key",
         f"ssl_min_protocol = {_PROTOCOL_WORDS[_min_version(p)][0]}",
-        f"ssl_curve_list = {':'.join(p.tls_curves)}",
+        *_groups(p, "ssl_curve_list = "),
     ]
     if p.ciphers_openssl:
         lines.append(f"ssl_cipher_list = {':'.join(p.ciphers_openssl)}")

@@ -68,7 +68,16 @@ def describe_certificate(cert: x509.Certificate) -> Certificate:
         authority_key_id=authority_key_id(cert),
         earliest_sct=earliest_sct(cert),
         ekus=extended_key_usages(cert),
+        signature_algorithm=signature_algorithm_name(cert),
     )
+
+
+def signature_algorithm_name(cert: x509.Certificate) -> str:
+    """cryptography's name of the OID, the spelling sslyze's checker and Mozilla's guidelines use."""
+    try:
+        return cert.signature_algorithm_oid._name
+    except Exception:               # an OID cryptography cannot parse
+        return ""
 
 
 EKU_NAMES = {ExtendedKeyUsageOID.SERVER_AUTH: "serverAuth", ExtendedKeyUsageOID.CLIENT_AUTH: "clientAuth",
