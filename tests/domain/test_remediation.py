@@ -21,7 +21,7 @@ from tests.domain.factories import (
 from tlsaudit.domain.grading import GRADES, grade
 from tlsaudit.domain.mozilla import INTERMEDIATE, MODERN, PROFILES, check_profile
 from tlsaudit.domain.remediation import Recommendation, grade_after, predict_all, recommend
-from tlsaudit.domain.scanfacts import BAD, OK, Check
+from tlsaudit.domain.scanfacts import BAD, OK, Check, PostQuantum
 from tlsaudit.domain.snippets import SERVERS, config_snippets
 
 ALL_TLS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
@@ -398,3 +398,19 @@ def test_a_recommendation_says_each_reason_once():
     facts = make_facts(cert=deployment(rsa_cert(not_after=NOW - timedelta(days=31))))
     why = by_id(recommend(facts))["cert.replace"].why
     assert why.count("has expired") == 1 and ".." not in why
+
+
+@pytest.mark.parametrize("pq, says", [
+    (PostQuantum(Check(OK), accepted=("X25519MLKEM768",)), "already negotiates X25519MLKEM768: its TLS library has it"),
+    (PostQuantum(Check(BAD), rejected=("X25519MLKEM768",)), "does not negotiate X25519MLKEM768 today"),
+    (None, None),
+])
+def test_each_snippet_says_what_the_scan_showed_of_the_hybrid_group(pq, says):
+    snippets = config_snippets("intermediate", replace(make_facts(host="shop.example.com"), post_quantum=pq))
+    for server in ("nginx", "apache", "haproxy", "caddy"):
+        text = snippets[server]
+        assert ("X25519MLKEM768" in text or "x25519mlkem768" in text)
+        if says:
+            assert f"shop.example.com {says}" in text, server
+        else:
+            assert "negotiate" not in text, server
