@@ -215,3 +215,37 @@ def test_every_public_page_fits_the_screen(browser, live_server, width):
     finally:
         context.close()
     assert not problems, "\n".join(problems)
+
+
+GRADES = ("A+", "A", "A-", "B", "C", "F", "T", "M")
+BADGES = """() => [...document.querySelectorAll('.grade-big')].map(e => {
+  const r = e.getBoundingClientRect(), inner = e.scrollWidth > e.clientWidth + 1;
+  return {text: e.textContent.trim(), width: Math.round(r.width), height: Math.round(r.height), clipped: inner};
+})"""
+
+
+def test_the_big_grade_badge_is_a_72_px_square_for_every_grade_on_both_screens(browser, live_server, alice, site_a):
+    """One-letter grades shrank to their letter (26 x 72 px) on the audit page: `.card > *` zeroes min-width."""
+    from tests.test_audit_views import done_audit, detail_url
+    from tlsaudit.audits.models import Audit
+
+    audit = done_audit(site_a)
+    site_a.last_audit, site_a.last_grade = audit, audit.grade
+    site_a.save(update_fields=["last_audit", "last_grade"])
+    urls = {"audit report": detail_url(audit), "site": reverse("sites:detail", args=[site_a.organization.slug,
+                                                                                      site_a.pk])}
+    wrong = []
+    for width in WIDTHS:
+        context = signed_in_context(browser, live_server, alice, width)
+        page = context.new_page()
+        for grade in GRADES:
+            Audit.objects.filter(pk=audit.pk).update(grade=grade)
+            type(site_a).objects.filter(pk=site_a.pk).update(last_grade=grade)
+            for name, url in urls.items():
+                visit(page, url)
+                badges = page.evaluate(BADGES)
+                assert [b["text"] for b in badges] == [grade], (name, badges)
+                wrong += [(name, width, b) for b in badges
+                          if (b["width"], b["height"]) != (72, 72) or b["clipped"]]
+        context.close()
+    assert not wrong, wrong
