@@ -62,7 +62,10 @@ class Report(models.Model):
 
     @property
     def filename(self) -> str:
-        subject = self.site.hostname if self.site_id else self.organization.slug
+        subject = self.organization.slug
+        if self.site_id:
+            port = self.site.https_port
+            subject = self.site.hostname + (f"-{port}" if port != self.site.tls_service.default_port else "")
         return f"tls-report-{subject}-{self.created_at:%Y-%m-%d}.pdf"
 
 

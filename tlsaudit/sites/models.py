@@ -82,8 +82,9 @@ class Site(models.Model):
 
     @property
     def label(self) -> str:
-        # Another service names itself (smtp://mail.example.com:25), so it never reads as the host's website.
-        return self.name or (self.display_hostname if self.is_http else self.display_origin)
+        # The port is part of the name (staging on :8443 beside production on :443), and another service
+        # names itself (smtp://mail.example.com:25), so it never reads as the host's website.
+        return self.name or self.display_origin
 
     @property
     def origin(self) -> str:

@@ -1,0 +1,53 @@
+"""What a new user tripped over in the first hour (issue 30), in Debian's Chromium at 390 and 1366 px."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from tests.e2e.test_layout import WIDTHS, signed_in_context, visit
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def two_ports(org_a, alice):
+    """Production on lab.test:443 and staging on lab.test:8443, each audited, the staging one alerted."""
+    from tests.api.factories import done_audit
+    from tlsaudit.alerts.models import AlertEvent
+    from tlsaudit.sites.models import Site
+
+    sites = {}
+    for port in (443, 8443):
+        site = Site.objects.create(organization=org_a, hostname="lab.test", https_port=port, created_by=alice)
+        sites[port] = (site, done_audit(site))
+    staging = sites[8443][0]
+    AlertEvent.objects.create(organization=org_a, site=staging, kind="cert_expiry", dedupe_key="x",
+                              title="Certificate has expired")
+    return sites
+
+
+def test_two_sites_on_one_name_are_told_apart_by_their_port_everywhere(browser, live_server, alice, two_ports):
+    org = two_ports[443][0].organization.slug
+    staging, audit = two_ports[8443]
+    pages = {
+        "sites": (reverse("sites:list", args=[org]), 1),
+        "portfolio": (reverse("monitoring:portfolio", args=[org]), 1),
+        "site": (staging.get_absolute_url(), 1),
+        "audit": (reverse("audits:detail", args=[org, staging.pk, audit.pk]), 1),
+        "history": (reverse("monitoring:history", args=[org, staging.pk]), 1),
+        "alerts": (reverse("alerts:settings", args=[org]), 1),
+    }
+    for width in WIDTHS:
+        context = signed_in_context(browser, live_server, alice, width)
+        page = context.new_page()
+        for name, (url, at_least) in pages.items():
+            visit(page, url)
+            text = page.inner_text("main")
+            assert text.count("lab.test:8443") >= at_least, f"{name} @ {width}px: {text[:600]}"
+        # The breadcrumb and the alert name the port too.
+        visit(page, pages["audit"][0])
+        assert "lab.test:8443 › Audit #" in page.inner_text(".crumbs")
+        visit(page, pages["alerts"][0])
+        assert "lab.test:8443: Certificate has expired" in page.inner_text("main")
+        context.close()
