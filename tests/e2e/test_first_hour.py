@@ -51,3 +51,26 @@ def test_two_sites_on_one_name_are_told_apart_by_their_port_everywhere(browser, 
         visit(page, pages["alerts"][0])
         assert "lab.test:8443: Certificate has expired" in page.inner_text("main")
         context.close()
+
+
+def test_a_new_organization_emails_its_creator_and_the_page_says_when_nobody_is_left(browser, live_server, alice,
+                                                                                       org_a):
+    from tlsaudit.alerts.models import AlertSettings
+
+    for width, name in zip(WIDTHS, ("Agency Phone", "Agency Laptop"), strict=True):
+        context = signed_in_context(browser, live_server, alice, width)
+        page = context.new_page()
+        visit(page, reverse("orgs:create"))
+        assert page.input_value("input[name=alert_email]") == "alice@agency-a.test"
+        page.fill("input[name=name]", name)
+        page.click("[data-testid=create-org-submit]")
+        page.wait_for_load_state("networkidle")
+        settings = AlertSettings.objects.get(organization__name=name)
+        assert settings.recipients == ["alice@agency-a.test"]
+        visit(page, reverse("alerts:settings", args=[settings.organization.slug]))
+        assert page.locator("[data-testid=no-recipients]").count() == 0
+        AlertSettings.objects.filter(pk=settings.pk).update(recipients=[])
+        visit(page, reverse("alerts:settings", args=[settings.organization.slug]))
+        assert page.locator("[data-testid=no-recipients]").is_visible()
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+        context.close()

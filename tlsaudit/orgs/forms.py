@@ -5,6 +5,11 @@ from tlsaudit.orgs.models import Organization
 
 
 class OrganizationForm(forms.ModelForm):
+    alert_email = forms.EmailField(
+        label="Alerts go to", required=False,
+        help_text="Expiring certificates, grade drops and new weaknesses are emailed here (you, unless you "
+                  "choose someone else). More recipients, or none, on the Alerts page.")
+
     class Meta:
         model = Organization
         fields = ["name"]

@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from tlsaudit.alerts.models import AlertSettings
 from tlsaudit.core import ratelimits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
@@ -19,11 +20,13 @@ from tlsaudit.reports.models import ReportBranding
 
 @login_required
 def create_org(request):
-    form = OrganizationForm(request.POST or None)
+    form = OrganizationForm(request.POST or None, initial={"alert_email": request.user.email})
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             org = form.save()
             Membership.objects.create(organization=org, user=request.user, role=roles.OWNER)
+            email = form.cleaned_data["alert_email"]
+            AlertSettings.objects.create(organization=org, recipients=[email] if email else [])
             record("org.created", org=org, target=org.name, request=request)
         remember_org(request.user, org)
         messages.success(request, f"{org.name} is ready. Add the first site to audit.")
