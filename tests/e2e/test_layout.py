@@ -226,7 +226,7 @@ BADGES = """() => [...document.querySelectorAll('.grade-big')].map(e => {
 
 def test_the_big_grade_badge_is_a_72_px_square_for_every_grade_on_both_screens(browser, live_server, alice, site_a):
     """One-letter grades shrank to their letter (26 x 72 px) on the audit page: `.card > *` zeroes min-width."""
-    from tests.test_audit_views import done_audit, detail_url
+    from tests.test_audit_views import detail_url, done_audit
     from tlsaudit.audits.models import Audit
 
     audit = done_audit(site_a)
