@@ -226,6 +226,25 @@ def test_a_handshake_run_against_a_stalled_server_hello_ends_at_its_stall_bound(
     assert result["stalled"] and result["count"] == 0 and result["failures"]["timeout"] >= 2
 
 
+@pytest.mark.parametrize("version", ["1.2", "1.3"])
+def test_resumed_handshakes_are_measured_against_a_server_that_never_answers_http(pki, version):
+    """#30 item 14: a resumed run primes each agent with one request (its TLS 1.3 tickets come after
+    the handshake). Against a server that completes handshakes and never answers, priming waited out
+    each request's timeout and a handshake run ran to its organization's cap (124 s): priming ends as
+    soon as the session is resumable, so the run ends at its own time limit, with its figures."""
+    from workers.load.handshake import run_handshakes
+    from workers.load.spec import HandshakeSpec
+
+    with hostile.handshake_then_hang(pki) as port:
+        spec = HandshakeSpec(host="localhost", port=port, ip="127.0.0.1", version=version, agents=4, per_agent=200,
+                             resume=True, timeout_s=10, time_limit_s=2, stall_s=15)
+        result, elapsed = ends_within(2 + SLACK_S, lambda: run_handshakes(spec))
+        assert_nothing_left(port)
+
+    assert result["count"] > 0 and result["resumption"] == "supported", result
+    assert not result["failures"] and not result["stalled"], result
+
+
 def test_a_handshake_run_ends_at_its_time_limit_while_handshakes_still_complete(pki):
     from workers.load.handshake import run_handshakes
     from workers.load.spec import HandshakeSpec

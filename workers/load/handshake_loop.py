@@ -36,6 +36,12 @@ CANCEL_EVERY_S = 0.1
 CONNECTING, HANDSHAKING, PROBING, CLOSED = range(4)
 
 
+def resumable(tls) -> bool:
+    """A session to resume: a TLS 1.3 ticket, or a TLS 1.2 session ID (or ticket)."""
+    session = tls.session
+    return session is not None and (session.has_ticket or (tls.version() == "TLSv1.2" and bool(session.id)))
+
+
 class Loop:
     """The agents of one run, on one poller. `run()` returns when every agent is finished."""
 
@@ -211,7 +217,9 @@ class Attempt:
         want_resumed = self.agent.session is not None and not self.priming
         self.reason = loop.mismatch(self.tls, loop.spec, want_resumed)
         self.negotiated = loop.iana_name(self.tls.cipher()[0])
-        if loop.http_probe or self.priming:
+        if self.priming and not loop.http_probe and resumable(self.tls):
+            self.finish()   # TLS 1.2: the session (ID or ticket) came with the handshake
+        elif loop.http_probe or self.priming:
             self.start_probe()
         else:
             self.finish()
@@ -230,11 +238,15 @@ class Attempt:
         self.watch(READ)
 
     def read_probe(self) -> None:
-        """Read the probe's response to the end (the TLS 1.3 tickets come with it)."""
+        """Read the probe's response to the end (the TLS 1.3 tickets come with it). A priming connection
+        ends as soon as it holds a resumable session: a server that never answers HTTP (or answers
+        slowly) still hands out its tickets, and resumption is measured, not the server's pages."""
         try:
             while self.tls.read(65536):
                 pass
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            if self.priming and resumable(self.tls):
+                self.finish()
             return
         except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
             pass  # the server's close (with or without close_notify) ends the response
