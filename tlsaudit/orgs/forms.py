@@ -1,6 +1,6 @@
 from django import forms
 
-from tlsaudit.domain import roles
+from tlsaudit.domain import customca, roles
 from tlsaudit.orgs.models import Organization
 
 
@@ -33,6 +33,8 @@ class OrganizationSettingsForm(OrganizationForm):
         pem = self.cleaned_data["custom_ca_pem"].strip()
         if not pem:
             return ""
+        if problem := customca.too_long(len(pem)):
+            raise forms.ValidationError(problem)
         from cryptography import x509
 
         try:
@@ -40,7 +42,24 @@ class OrganizationSettingsForm(OrganizationForm):
         except ValueError:
             raise forms.ValidationError("This is not a PEM certificate: paste one or more "
                                         "-----BEGIN CERTIFICATE----- blocks.") from None
+        if problem := customca.too_many(len(certs)):
+            raise forms.ValidationError(problem)
+        if leaves := [c for c in certs if not _is_ca(c)]:
+            raise forms.ValidationError(
+                f"Only CA certificates can be trusted: {leaves[0].subject.rfc4514_string()[:120]} is not a CA "
+                f"(no basicConstraints CA:TRUE){' and ' + str(len(leaves) - 1) + ' more' if len(leaves) > 1 else ''}.")
         return "\n".join(c.public_bytes(encoding=_pem()).decode() for c in certs)
+
+
+def _is_ca(cert) -> bool:
+    """basicConstraints CA:TRUE; a version 1 certificate (no extensions at all) counts when self-signed,
+    as old private roots are."""
+    from cryptography import x509
+
+    try:
+        return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        return cert.version == x509.Version.v1 and cert.issuer == cert.subject
 
 
 def _pem():

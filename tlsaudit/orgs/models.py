@@ -1,12 +1,13 @@
 import secrets
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.text import slugify
 
 from tlsaudit.core.validators import no_control_characters
-from tlsaudit.domain import roles
+from tlsaudit.domain import customca, roles
 
 
 class Organization(models.Model):
@@ -15,7 +16,9 @@ class Organization(models.Model):
     name = models.CharField(max_length=120, validators=[no_control_characters])
     slug = models.SlugField(max_length=60, unique=True)
     custom_ca_pem = models.TextField(
-        blank=True, help_text="PEM CA certificate(s) to trust in addition to the public stores (internal PKI).")
+        blank=True, validators=[MaxLengthValidator(customca.MAX_CHARS)],
+        help_text=f"PEM CA certificate(s) to trust in addition to the public stores (internal PKI): at most "
+                  f"{customca.MAX_CERTIFICATES}.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

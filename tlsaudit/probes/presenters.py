@@ -35,6 +35,8 @@ ERROR_HELP = {  # keyed by the engine's codes (workers/browser/errors.py) and th
     "private_target": "The site resolves to a private or loopback address, which probes may not reach.",
     "invalid_target": "The site's address or the probe's path cannot be loaded: edit the site.",
     "browser": "The worker could not run Chromium: this is our problem, not the site's.",
+    "custom_ca": "The organization's custom CA cannot be loaded as it is (see the message): an owner or admin "
+                 "can fix it under the organization's settings.",
     "time_limit": "The probe as a whole ran out of time: ask for fewer repetitions, or make the page load faster.",
     "probe_crashed": "The probe stopped unexpectedly: this is our problem, not the site's.",
 }

@@ -25,7 +25,8 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from workers.browser.errors import BROWSER
+from tlsaudit.domain import customca
+from workers.browser.errors import BROWSER, CUSTOM_CA
 from workers.net.errors import TargetError
 
 CHROMIUM = os.environ.get("TLSAUDIT_CHROMIUM", "/usr/bin/chromium")
@@ -64,24 +65,41 @@ def resolver_rules(ip_map: dict[str, str]) -> str:
     return ", ".join(f"MAP {host} {f'[{ip}]' if ':' in ip else ip}" for host, ip in sorted(ip_map.items()))
 
 
-def write_nss_db(home: Path, ca_pem: str) -> None:
-    """An NSS DB under home/.pki/nssdb trusting every certificate of `ca_pem` as a TLS server CA."""
+# certutil adds one certificate a run (~20 ms): MAX_CERTIFICATES of them take two seconds or so.
+TRUST_STORE_SECONDS = 20.0
+
+
+def write_nss_db(home: Path, ca_pem: str, budget_s: float = TRUST_STORE_SECONDS) -> None:
+    """An NSS DB under home/.pki/nssdb trusting every certificate of `ca_pem` as a TLS server CA,
+    built within `budget_s`. A CA saved before the limits existed is refused before any work."""
     certs = PEM_CERT.findall(ca_pem.encode())
     if not certs:
         raise TargetError(BROWSER, "The custom CA file holds no PEM certificate.")
+    if problem := customca.too_many(len(certs)):
+        raise TargetError(CUSTOM_CA, f"{problem} Fix it under the organization's settings.")
     if shutil.which(CERTUTIL) is None:
         raise TargetError(BROWSER, "certutil (Debian package libnss3-tools) is needed to trust a custom CA.")
+    deadline = time.monotonic() + budget_s
     db = home / ".pki" / "nssdb"
     db.mkdir(parents=True)
-    certutil("-N", "-d", f"sql:{db}", "--empty-password")
+    certutil("-N", "-d", f"sql:{db}", "--empty-password", deadline=deadline)
     for index, pem in enumerate(certs):
         path = home / f"ca-{index}.pem"
         path.write_bytes(pem + b"\n")
-        certutil("-A", "-d", f"sql:{db}", "-t", "C,,", "-n", f"tlsaudit-ca-{index}", "-i", str(path))
+        certutil("-A", "-d", f"sql:{db}", "-t", "C,,", "-n", f"tlsaudit-ca-{index}", "-i", str(path),
+                 deadline=deadline)
 
 
-def certutil(*args: str) -> None:
-    done = subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=30)
+def certutil(*args: str, deadline: float) -> None:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TargetError(BROWSER, "The browser's trust store for the custom CA took too long to build; "
+                                   "the probe was not started.")
+    try:
+        done = subprocess.run([CERTUTIL, *args], capture_output=True, text=True, timeout=left)
+    except subprocess.TimeoutExpired:
+        raise TargetError(BROWSER, "The browser's trust store for the custom CA took too long to build; "
+                                   "the probe was not started.") from None
     if done.returncode != 0:
         raise TargetError(BROWSER, "The custom CA could not be added to the browser's trust store.",
                           (done.stderr or done.stdout).strip())

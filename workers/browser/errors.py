@@ -25,6 +25,7 @@ CERTIFICATE = "certificate"
 REDIRECT_LOOP = "redirect_loop"
 BROWSER = "browser"
 CANCELLED = "cancelled"
+CUSTOM_CA = "custom_ca"   # the organization's custom CA cannot be loaded as it is: its settings must change
 
 _CERT_REASONS = {
     "ERR_CERT_AUTHORITY_INVALID": "it is issued by a certificate authority the browser does not trust",

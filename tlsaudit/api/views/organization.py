@@ -12,6 +12,7 @@ from tlsaudit.api.logging import log
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
 from tlsaudit.api.views.sites import sites_of
+from tlsaudit.domain import customca
 from tlsaudit.monitoring.portfolio import renewal_forecast
 from tlsaudit.orgs.forms import OrganizationSettingsForm
 from tlsaudit.orgs.models import Membership
@@ -113,7 +114,7 @@ def parse_horizon(raw: str) -> int:
 
 # --- the custom CA: certificates the organization's audits and probes trust besides the public stores ------
 
-MAX_PEM_CHARS = 200_000   # some hundred certificates; the dashboard's form takes the same
+MAX_PEM_CHARS = customca.MAX_CHARS   # the dashboard's form and the model take the same
 
 
 class CaCertificateSerializer(serializers.Serializer):
