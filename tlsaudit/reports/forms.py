@@ -4,6 +4,7 @@ import base64
 
 from django import forms
 
+from tlsaudit.domain import images
 from tlsaudit.reports.models import MAX_LOGO_BYTES, ReportBranding
 
 # PNG and JPEG only, told by their first bytes (not the browser's content type). No SVG: an SVG is a
@@ -35,6 +36,8 @@ class BrandingForm(forms.ModelForm):
         media = logo_media_type(data)
         if media is None:
             raise forms.ValidationError("This is not a PNG or JPEG image.")
+        if problem := images.too_large(data):
+            raise forms.ValidationError(problem)
         return f"data:{media};base64,{base64.b64encode(data).decode()}"
 
     def save(self, commit=True):

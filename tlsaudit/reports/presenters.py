@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 
 from tlsaudit.audits.presenters import present_report
 from tlsaudit.audits.visitor import with_visitor_effects
+from tlsaudit.domain import images
 from tlsaudit.domain.applicability import tools_not_applicable
 from tlsaudit.domain.renewals import Forecast, forecast_bounds
 from tlsaudit.domain.text import days_until, expiry_words
@@ -152,8 +153,20 @@ def chart_specs(charts: list[dict]) -> list[dict]:
 
 def branding_of(org) -> dict:
     branding = ReportBranding.objects.filter(organization_id=org.pk).first() if org.pk else None
-    return {"logo": branding.logo_data_uri if branding else "",
+    return {"logo": printable_logo(branding.logo_data_uri) if branding else "",
             "accent": branding.accent_color if branding else "#1f4e9c"}
+
+
+def printable_logo(data_uri: str) -> str:
+    """The logo, unless it is one the form would refuse now (saved before the pixel limit): a
+    decompression bomb is left out of the PDF rather than handed to Chromium."""
+    if not data_uri.startswith(("data:image/png;", "data:image/jpeg;")):
+        return data_uri   # empty, or an SVG an administrator stored (the form takes PNG and JPEG only)
+    try:
+        data = base64.b64decode(data_uri.partition(",")[2], validate=True)
+    except ValueError:
+        return ""
+    return "" if images.too_large(data) else data_uri
 
 
 # --- inlined assets: the PDF page loads nothing from the network ------------------------------
