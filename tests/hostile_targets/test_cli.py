@@ -141,9 +141,12 @@ SHORT = {"CLI_DEADLINE_SECONDS": "15", "LOAD_STALL_SECONDS": "6", "PROBE_LOAD_TI
 def measuring_argv(command: str, port: int, ca_file: str) -> list[str]:
     target = f"localhost:{port}"
     return {"loadtest": ["loadtest", f"https://{target}/", "--timeout", "1"],
-            # a count cap per cell (20 handshakes per agent): a server that answers ends each cell at once,
-            # one that trickles keeps every cell to its 2 s, and the matrix to the 15 s deadline
-            "handshakes": ["handshakes", target, "--timeout", "2", "--deadline", "15", "--per-agent", "20"],
+            # a count cap per cell (2 agents x 10 handshakes): a server that answers ends each cell at once
+            # (24 cells, 480 handshakes: a few seconds for a Python server on a busy machine, where 10
+            # agents x 20 took 16 s and missed the deadline), one that trickles keeps every cell to its
+            # 2 s, and the matrix to the 15 s deadline
+            "handshakes": ["handshakes", target, "--timeout", "2", "--deadline", "15", "--agents", "2",
+                           "--per-agent", "10"],
             "probe": ["probe", f"https://{target}/", "--ca-file", ca_file, "--runs", "1"]}[command] + [
         "--ip", "127.0.0.1", "--json"]
 
