@@ -10,7 +10,8 @@ from django.test import override_settings
 from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
 from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
-pytest_plugins = ["tests.support.workers"]   # start_worker_on: the session's real Celery workers
+# start_worker_on: the session's real Celery workers; live_server: pytest-django's, without Nagle's delay
+pytest_plugins = ["tests.support.workers", "tests.support.live_server"]
 
 PASSWORD = "correct horse battery staple"
 TESTS = Path(__file__).resolve().parent
