@@ -190,3 +190,33 @@ def test_the_mozilla_verdicts_name_their_guidelines_and_a_5_7_verdict_is_judged_
     assert set(mozilla) == {"modern", "intermediate"}
     assert {v["source"] for v in mozilla.values()} == {"tlsaudit"}
     assert mozilla["modern"]["compliant"] is False  # an RSA certificate: 5.7's stored "True" is gone
+
+
+def test_a_check_that_could_not_run_says_why_and_not_what_a_failure_would_mean(login, alice, site_a):
+    """#30 item 6: "? Not tested: Certificate not revoked — The certificate's CA has revoked it …" read as a
+    failure. A check that could not run shows its reason only."""
+    audit = done_audit(site_a)
+    untested = [f for f in audit.report["findings"] if f["status"] == "not_tested"]
+    assert untested, "the factory's facts leave some checks untested"
+    page = login(alice).get(detail_url(audit)).content.decode()
+    for finding in untested:
+        assert finding["explanation"] not in page.replace("&#x27;", "'"), finding["id"]
+    assert page.count('data-testid="not-checked">Could not be checked: ') == len(untested)
+
+
+def test_the_page_speaks_words_not_ids(login, alice, site_a):
+    """#30 item 6: no rule or finding ids, no rules version in the text, and the trigger in words."""
+    import re
+
+    older = done_audit(site_a, protocols=("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3"))
+    Audit.objects.filter(pk=older.pk).update(finished_at=datetime(2026, 3, 1, tzinfo=timezone.utc))
+    newer = done_audit(site_a)
+    Audit.objects.filter(pk=newer.pk).update(finished_at=datetime(2026, 3, 2, tzinfo=timezone.utc))
+    services.update_site_summary(Audit.objects.get(pk=newer.pk))
+    client = login(alice)
+    for url in (detail_url(newer), reverse("sites:detail", args=[site_a.organization.slug, site_a.pk]),
+                reverse("monitoring:history", args=[site_a.organization.slug, site_a.pk])):
+        page = re.sub(r"<pre.*?</pre>", " ", client.get(url).content.decode(), flags=re.S)   # config snippets
+        text = re.sub(r"<[^>]+>", " ", page)
+        assert not re.search(r"\b(cap|cert|proto|cipher|vuln|hsts|kx)\.[a-z_0-9]+\b", text), url
+        assert "tlsaudit." not in text and "Audit now audit" not in text, url

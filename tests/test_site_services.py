@@ -276,7 +276,7 @@ def test_the_pdf_report_says_what_is_not_applicable(mail_audit):
     assert "SMTP (STARTTLS) / TLS report" in page
     assert "HSTS is an HTTP header; an SMTP server sends none." in page
     assert "Browser probe</b>: Not applicable to an SMTP (STARTTLS) service" in page
-    assert "Not tested: HTTP headers" not in page
+    assert "Could not be checked: HTTP headers" not in page
 
 
 def test_alert_emails_and_webhooks_name_the_service(mail_site):

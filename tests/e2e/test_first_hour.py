@@ -74,3 +74,36 @@ def test_a_new_organization_emails_its_creator_and_the_page_says_when_nobody_is_
         assert page.locator("[data-testid=no-recipients]").is_visible()
         assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
         context.close()
+
+
+def test_audit_all_shows_each_row_queued_then_its_grade_without_a_reload(browser, live_server, alice, org_a):
+    """#30 item 3: after "Audit all" the rows said "never" until a manual reload. Now each row says its
+    audit is queued (then running), and the table refreshes itself until none is; a finished audit's grade
+    appears by itself. (No worker takes these audits: the test finishes them itself, as a worker would.)"""
+    from tests.api.factories import done_audit
+    from tlsaudit.audits.models import Audit
+    from tlsaudit.sites.models import Site
+
+    sites = [Site.objects.create(organization=org_a, hostname=f"s{n}.example.com", created_by=alice) for n in (1, 2)]
+    for width in WIDTHS:
+        Audit.objects.all().delete()
+        Site.objects.filter(pk__in=[s.pk for s in sites]).update(last_audit=None, last_audit_at=None,
+                                                                 last_grade="", last_audit_status="")
+        context = signed_in_context(browser, live_server, alice, width)
+        page = context.new_page()
+        visit(page, reverse("sites:list", args=[org_a.slug]))
+        assert page.locator("[data-testid=audit-active]").count() == 0
+        assert page.locator("[data-testid=site-table-polling]").count() == 0
+        page.click("[data-testid=audit-all]")
+        page.wait_for_load_state("networkidle")
+        assert page.locator("[data-testid=audit-active]").all_inner_texts() == ["queued…", "queued…"]
+        Audit.objects.filter(site=sites[0]).update(status="running")
+        page.wait_for_function("() => [...document.querySelectorAll('[data-testid=audit-active]')]"
+                               ".map(e => e.textContent).join() === 'running…,queued…'", timeout=10_000)
+        for site in sites:   # what the worker would do: finish them
+            Audit.objects.filter(site=site).delete()
+            done_audit(site)
+        page.wait_for_function("() => !document.querySelector('[data-testid=audit-active]')", timeout=10_000)
+        assert page.locator("[data-testid=site-row] .grade").all_inner_texts() == ["A+", "A+"]
+        assert page.locator("[data-testid=site-table-polling]").count() == 0   # and it stopped asking
+        context.close()

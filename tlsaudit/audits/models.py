@@ -17,8 +17,8 @@ class Audit(models.Model):
         FAILED = "failed", "Failed"
 
     class Trigger(models.TextChoices):
-        MANUAL = "manual", "Audit now"
-        SCHEDULE = "schedule", "Schedule"
+        MANUAL = "manual", "Manual"
+        SCHEDULE = "schedule", "Nightly schedule"
         API = "api", "API"
 
     site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="audits")

@@ -38,15 +38,27 @@ def site_list(request, org):
     sort = request.GET.get("sort", "host")
     sites = sites.order_by(SORTS.get(sort, "hostname"), "https_port", "pk")
     page = Paginator(sites, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = with_org(page.object_list, org)
+    page.object_list = with_active_audits(with_org(page.object_list, org))
     template = "sites/list.html#site-table" if request.htmx else "sites/list.html"
     return render(request, template, {
         "org": org, "page": page, "tag": tag, "q": query, "sort": sort,
+        "polling": any(site.active_audit for site in page.object_list),
         "all_tags": org.tags.order_by("name").values_list("name", flat=True),
         "can_edit": roles.can(org.role, "manage_sites"),
         "can_run": roles.can(org.role, "run_audits"),
         "total": page.paginator.count if not (tag or query) else Site.objects.filter(organization=org).count(),
     })
+
+
+def with_active_audits(sites: list) -> list:
+    """Each site's queued or running audit status ("" when none), in one query: after "Audit all" the
+    rows say what is happening and the table refreshes itself until it is over."""
+    active = dict(Audit.objects.filter(site_id__in=[site.pk for site in sites],
+                                       status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING))
+                  .order_by("status").values_list("site_id", "status"))
+    for site in sites:
+        site.active_audit = active.get(site.pk, "")
+    return sites
 
 
 def with_org(sites, org) -> list:
