@@ -1,5 +1,6 @@
-// Grade history: score over time from json_script#history-chart (tlsaudit/monitoring/history.py),
-// grade letters as point labels, scheduled audits as circles and manual ones as triangles.
+// Grade history: the grade over time from json_script#history-chart (tlsaudit/monitoring/history.py),
+// on an axis of grade letters (M and T at the bottom, A+ at the top), the score in the tooltip,
+// scheduled audits as circles and manual ones as triangles.
 // On a phone a 2:1 chart is ~170 px tall, most of it legend: draw charts square there (issue 17).
 if (window.Chart && window.innerWidth < 600) Chart.defaults.aspectRatio = 1;
 function drawHistory() {
@@ -7,7 +8,8 @@ function drawHistory() {
   const source = document.getElementById("history-chart");
   if (!canvas || !source || canvas.dataset.drawn || typeof Chart === "undefined") return;
   canvas.dataset.drawn = "1";
-  const points = JSON.parse(source.textContent).points;
+  const series = JSON.parse(source.textContent);
+  const points = series.points, grades = series.grades;
   const gradeLabels = {
     id: "gradeLabels",
     afterDatasetsDraw(chart) {
@@ -24,14 +26,15 @@ function drawHistory() {
     data: {
       labels: points.map((p) => p.x.slice(0, 16).replace("T", " ")),
       datasets: [{
-        label: "Score", data: points.map((p) => p.y), borderColor: "#1f5fbf", tension: 0.2,
+        label: "Grade", data: points.map((p) => p.y), borderColor: "#1f5fbf", stepped: true,
         pointStyle: points.map((p) => (p.trigger === "schedule" ? "circle" : "triangle")), pointRadius: 5,
       }],
     },
     options: {
       animation: false,
-      scales: { y: { min: 0, max: 110, title: { display: true, text: "score" } } },
-      plugins: { tooltip: { callbacks: { label: (item) => `${points[item.dataIndex].grade} · ${item.raw} (${points[item.dataIndex].trigger})` } } },
+      scales: { y: { min: 0, max: grades.length - 1, title: { display: true, text: "grade" },
+                     ticks: { stepSize: 1, callback: (value) => grades[value] ?? "" } } },
+      plugins: { tooltip: { callbacks: { label: (item) => `${points[item.dataIndex].grade} · score ${points[item.dataIndex].score} (${points[item.dataIndex].trigger})` } } },
       onClick: (_, elements) => {
         const i = elements.length ? elements[0].index : 0;
         if (i > 0) window.location.search = `?a=${points[i - 1].id}&b=${points[i].id}`;  // this audit vs the one before

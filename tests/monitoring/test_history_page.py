@@ -16,7 +16,7 @@ def history_url(site, **query):
     return url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else "")
 
 
-def test_it_shows_the_score_series_and_the_diff_of_the_last_two_audits(login, alice, site_a, done_audit):
+def test_it_shows_the_grade_series_and_the_diff_of_the_last_two_audits(login, alice, site_a, done_audit):
     first = done_audit(site_a, at=T0)
     second = done_audit(site_a, at=T0 + timedelta(days=1), trigger="schedule",
                         protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
@@ -25,9 +25,13 @@ def test_it_shows_the_score_series_and_the_diff_of_the_last_two_audits(login, al
     points = response.context["chart"]["points"]
     assert [(p["id"], p["grade"], p["trigger"]) for p in points] == [(first.pk, "A+", "manual"),
                                                                     (second.pk, "B", "schedule")]
+    # Plotted as grades (users think in grades), the score kept for the tooltip
+    grades = response.context["chart"]["grades"]
+    assert [grades[p["y"]] for p in points] == ["A+", "B"] and grades[:2] == ["M", "T"] and grades[-1] == "A+"
+    assert [p["score"] for p in points] == [first.score, second.score]
     assert 'id="history-chart"' in page and "js/history.js" in page
     assert response.context["pair"] == (first, second)
-    assert "+ TLSv1.0 added" in page and "cap.tls10_11" in page
+    assert "+ TLSv1.0 added" in page and "TLS 1.0 is supported (cap B since January 2020)" in page and "cap.tls10_11" not in page
     assert 'data-testid="nightly-diff"' in page  # the scheduled run changed something
 
 

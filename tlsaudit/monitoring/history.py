@@ -47,10 +47,20 @@ def load_audits(points, site) -> dict[int, Audit]:
     return {a.pk: a for a in with_site(audits, site)}
 
 
+# The grade axis, worst first: users think in grades (a T -> A+ fix was a flat line at score 93).
+GRADE_SCALE = ("M", "T", "F", "E", "D", "C", "B", "A-", "A", "A+")
+
+
 def chart_series(audits) -> dict:
-    """Chart.js points: x = finish time, y = score, with the grade letter and a marker per trigger."""
-    return {"points": [{"x": a.finished_at.isoformat(), "y": a.score, "grade": a.grade, "id": a.pk,
-                        "trigger": a.trigger} for a in audits]}
+    """Chart.js points: x = finish time, y = the grade's step on GRADE_SCALE, with the letter, the score
+    (in the tooltip) and a marker per trigger."""
+    return {"grades": list(GRADE_SCALE),
+            "points": [{"x": a.finished_at.isoformat(), "y": grade_step(a.grade), "grade": a.grade,
+                        "score": a.score, "id": a.pk, "trigger": a.trigger} for a in audits]}
+
+
+def grade_step(grade: str) -> int | None:
+    return GRADE_SCALE.index(grade) if grade in GRADE_SCALE else None
 
 
 def audit_options(points: list[Point], pair) -> tuple[str, str]:
