@@ -107,3 +107,30 @@ def test_audit_all_shows_each_row_queued_then_its_grade_without_a_reload(browser
         assert page.locator("[data-testid=site-row] .grade").all_inner_texts() == ["A+", "A+"]
         assert page.locator("[data-testid=site-table-polling]").count() == 0   # and it stopped asking
         context.close()
+
+
+def test_the_site_list_shows_the_grade_on_a_phone_and_the_run_forms_wait_for_the_proof(browser, live_server, alice,
+                                                                                         org_a):
+    """#30 item 9: at 390 px the Grade column was off-screen; the Performance forms ran labels together
+    ("Keep-alive (-k) Repeats") and stayed enabled before ownership was proved (Start answered 400)."""
+    from tests.api.factories import done_audit
+    from tlsaudit.sites.models import Site
+
+    site = Site.objects.create(organization=org_a, hostname="a-rather-long-host-name.agency-a.example",
+                               name="A client with a long name", created_by=alice)
+    done_audit(site)
+    for width in WIDTHS:
+        context = signed_in_context(browser, live_server, alice, width)
+        page = context.new_page()
+        visit(page, reverse("sites:list", args=[org_a.slug]))
+        grade = page.locator("[data-testid=site-row] .grade").first.bounding_box()
+        assert grade and grade["x"] + grade["width"] <= width, (width, grade)
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= width + 1
+        visit(page, reverse("loadtests:overview", args=[org_a.slug, site.pk]))
+        assert page.locator("[data-testid=runs-locked]").is_visible()
+        assert page.locator("[data-testid=start-load]").is_disabled()
+        assert page.locator("[data-testid=form-load] input[name=requests]").is_disabled()
+        keepalive = page.locator("[data-testid=form-load] label:has(input[name=keepalive])").bounding_box()
+        repeats = page.locator("[data-testid=form-load] label:has(input[name=repeats])").bounding_box()
+        assert keepalive["y"] + keepalive["height"] <= repeats["y"] + 1, (width, keepalive, repeats)
+        context.close()

@@ -39,6 +39,15 @@ MEASURE = """() => {
     // A step of a run (its suite names are long words) wider than its own line: it overlapped the next column.
     steps: [...document.querySelectorAll('.checks li')].filter(e => e.scrollWidth > e.clientWidth + 1)
              .map(e => e.textContent.trim().slice(0, 50)).slice(0, 3),
+    // A table wider than its box with no scrolling box around it is cut off (#30 item 9).
+    cut: [...document.querySelectorAll('main table')].filter(t => {
+      const box = t.parentElement;
+      if (t.scrollWidth <= box.clientWidth + 1) return false;
+      for (let e = t; e && e.tagName !== 'MAIN'; e = e.parentElement) {
+        if (['auto', 'scroll'].includes(getComputedStyle(e).overflowX)) return false;
+      }
+      return true;
+    }).map(t => (t.dataset.testid || t.className || 'table')).slice(0, 5),
     wide: [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
             && !e.closest('.scroll-x, .card, .table-wrap, pre')).map(e => e.tagName + '.' + e.className).slice(0, 5),
   };
@@ -128,6 +137,8 @@ def check_fits(page, name: str, width: int) -> list[str]:
             continue
         if link["right"] > facts["viewport"] + 1 or link["left"] < -1 or not link["inBar"]:
             problems.append(f"{name} @ {width}px: navigation '{link['text']}' is off the bar ({link})")
+    if facts["cut"]:
+        problems.append(f"{name} @ {width}px: tables cut off instead of scrolling: {facts['cut']}")
     if facts["steps"]:
         problems.append(f"{name} @ {width}px: steps wider than their line: {facts['steps']}")
     # An interval wider than the axis is cut at the plot's edge with an arrow (its values in the tooltip);

@@ -11,8 +11,10 @@ so `make setup` brings it to a fresh clone. A missing toolchain fails the tests 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,22 +42,35 @@ def var_dir() -> Path:
     return Path(os.environ.get("TLSAUDIT_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
 
 
+def shared_var_dir() -> Path:
+    """The var/ folder every xdist worker shares (each has var/test/gwN of its own): one Go build
+    for the session, not one per worker (a cold Go cache compiles the standard library, ~40 s each)."""
+    folder = var_dir()
+    return folder.parent if re.fullmatch(r"gw\d+", folder.name) else folder
+
+
 def build_server() -> Path:
-    """Compile main.go unless this exact source was compiled before; the binary's path."""
+    """Compile main.go unless this exact source was compiled before; the binary's path. The first
+    worker to ask builds it while the others wait on the lock."""
     digest = hashlib.sha256(SOURCE.read_bytes() + MODULE.read_bytes()).hexdigest()[:12]
-    out = var_dir() / "gotls" / f"server-{digest}"
+    base = shared_var_dir()
+    out = base / "gotls" / f"server-{digest}"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
-    cache = var_dir().parent / "gocache" if var_dir().name == "test" else var_dir() / "gocache"
-    env = {**os.environ, "GOCACHE": str(cache), "GOPATH": str(cache / "gopath"), "GOTOOLCHAIN": "local",
-           "GOFLAGS": "", "CGO_ENABLED": "0", "GO111MODULE": "on"}
-    partial = out.with_suffix(".partial")
-    result = subprocess.run([str(go_binary()), "build", "-o", str(partial), "."], env=env, cwd=SOURCE.parent,
-                            capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    if result.returncode != 0:
-        pytest.fail(f"go build failed: {result.stderr[-2000:]}", pytrace=False)
-    partial.rename(out)
+    with open(out.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if out.exists():
+            return out
+        cache = base.parent / "gocache" if base.name == "test" else base / "gocache"
+        env = {**os.environ, "GOCACHE": str(cache), "GOPATH": str(cache / "gopath"), "GOTOOLCHAIN": "local",
+               "GOFLAGS": "", "CGO_ENABLED": "0", "GO111MODULE": "on"}
+        partial = out.with_suffix(".partial")
+        result = subprocess.run([str(go_binary()), "build", "-o", str(partial), "."], env=env, cwd=SOURCE.parent,
+                                capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        if result.returncode != 0:
+            pytest.fail(f"go build failed: {result.stderr[-2000:]}", pytrace=False)
+        partial.rename(out)
     return out
 
 
