@@ -80,3 +80,28 @@ def test_the_trust_store_is_built_within_its_budget_or_not_at_all(tmp_path):
         write_nss_db(tmp_path / "short", roots, budget_s=0.2)
     write_nss_db(tmp_path / "enough", roots)
     assert (tmp_path / "enough" / ".pki" / "nssdb" / "cert9.db").exists()
+
+
+@pytest.mark.django_db
+def test_a_ca_file_can_be_uploaded_and_the_page_lists_what_the_organization_trusts(login, alice, org_a):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client = login(alice)
+    url = reverse("orgs:settings", args=[org_a.slug])
+    assert 'data-testid="no-trusted-cas"' in client.get(url).content.decode()
+    second = private_ca_pem("Agency A second root")
+    response = client.post(url, {"name": org_a.name, "custom_ca_pem": ROOT,
+                                 "custom_ca_file": SimpleUploadedFile("root.crt", second.encode())})
+    assert response.status_code == 302
+    page = client.get(url).content.decode()
+    assert "CN=Agency A internal root" in page and "CN=Agency A second root" in page
+    assert 'data-testid="trusted-cas"' in page
+    # a leaf in the file is refused like one pasted, and nothing changes
+    refused = client.post(url, {"name": org_a.name, "custom_ca_pem": "",
+                                "custom_ca_file": SimpleUploadedFile("leaf.pem", leaf_pem().encode())})
+    assert refused.status_code == 200 and "Only CA certificates can be trusted" in refused.content.decode()
+    binary = client.post(url, {"name": org_a.name, "custom_ca_pem": "",
+                               "custom_ca_file": SimpleUploadedFile("root.der", b"\x30\x82\x01\xff\x80")})
+    assert "This file is not PEM text" in binary.content.decode()
+    org_a.refresh_from_db()
+    assert org_a.custom_ca_pem.count("BEGIN CERTIFICATE") == 2

@@ -22,12 +22,32 @@ class OrganizationForm(forms.ModelForm):
 
 
 class OrganizationSettingsForm(OrganizationForm):
+    custom_ca_file = forms.FileField(
+        required=False, label="…or upload a PEM file",
+        help_text="Its certificates are added to those above (a .pem or .crt file of CA certificates).")
+
     # Inherits clean_name: renaming follows the same rule as creating.
     class Meta:
         model = Organization
         fields = ["name", "custom_ca_pem"]
         widgets = {"custom_ca_pem": forms.Textarea(attrs={"rows": 6, "placeholder": "-----BEGIN CERTIFICATE-----"})}
         labels = {"custom_ca_pem": "Custom CA certificates (PEM)"}
+
+    def clean(self):
+        cleaned = super().clean()
+        upload = cleaned.get("custom_ca_file")
+        if upload and "custom_ca_pem" not in self.errors:
+            try:
+                text = upload.read(customca.MAX_CHARS + 1).decode("ascii")
+            except UnicodeDecodeError:
+                self.add_error("custom_ca_file", "This file is not PEM text: export the CA as PEM (Base64).")
+                return cleaned
+            self.cleaned_data["custom_ca_pem"] = (cleaned.get("custom_ca_pem", "") + "\n" + text).strip()
+            try:
+                self.cleaned_data["custom_ca_pem"] = self.clean_custom_ca_pem()
+            except forms.ValidationError as exc:
+                self.add_error("custom_ca_file", exc)
+        return cleaned
 
     def clean_custom_ca_pem(self):
         pem = self.cleaned_data["custom_ca_pem"].strip()

@@ -38,7 +38,7 @@ def create_org(request):
 def org_settings(request, org):
     org = org_for(request, org, "view")
     can_manage = roles.can(org.role, "manage_org")
-    form = OrganizationSettingsForm(request.POST or None, instance=org)
+    form = OrganizationSettingsForm(request.POST or None, request.FILES or None, instance=org)
     if request.method == "POST":
         if not can_manage:
             raise PermissionDenied("Only owners and admins can change the organization's settings.")
@@ -48,7 +48,23 @@ def org_settings(request, org):
             record("org.settings_changed", org=org, target=org.name, request=request, fields=form.changed_data)
             messages.success(request, "Settings saved.")
             return redirect("orgs:settings", org.slug)
-    return render(request, "orgs/settings.html", _members_context(request, org, settings_form=form))
+    return render(request, "orgs/settings.html", _members_context(request, org, settings_form=form,
+                                                                  trusted_cas=trusted_cas(org)))
+
+
+def trusted_cas(org) -> list[dict]:
+    """The organization's custom CA certificates, as the settings page lists them."""
+    if not org.custom_ca_pem.strip():
+        return []
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    try:
+        certs = x509.load_pem_x509_certificates(org.custom_ca_pem.encode())
+    except ValueError:
+        return []
+    return [{"subject": c.subject.rfc4514_string(), "not_after": c.not_valid_after_utc,
+             "sha256": c.fingerprint(hashes.SHA256()).hex()} for c in certs]
 
 
 def _members_context(request, org, **extra):
