@@ -33,3 +33,17 @@ def test_stores_refusing_for_the_same_reason_are_named_once():
                                       "no chain to a root this store trusts")
     assert trust_summary([TrustResult("Custom CA", False, EXPIRED, dates_only=True)]) == (
         "not trusted by Custom CA: a certificate is outside its validity dates (trusted apart from the dates)")
+
+
+def test_the_dates_are_said_once_even_in_an_audit_stored_with_them_twice():
+    """#30 item 4: "… a certificate is outside its validity dates, and a certificate is outside its
+    validity dates" (an issuer's dates failed too, when the chain was tried again inside the leaf's)."""
+    from workers.tls.certs import and_the_dates
+
+    dates = "a certificate is outside its validity dates"
+    assert and_the_dates(dates) == and_the_dates("") == dates
+    assert and_the_dates("no chain to a root this store trusts") == f"no chain to a root this store trusts, and {dates}"
+    stored = [TrustResult("Mozilla", False, error=f"no chain to a root this store trusts, and {dates}"),
+              TrustResult("Custom CA", False, error=f"{dates}, and {dates}", dates_only=True)]
+    assert trust_summary(stored) == (f"not trusted by Mozilla: no chain to a root this store trusts, and {dates}; "
+                                     f"not trusted by Custom CA: {dates} (trusted apart from the dates)")

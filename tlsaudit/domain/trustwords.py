@@ -60,12 +60,17 @@ def trust_summary(results: Iterable) -> str:
         if t.trusted:
             trusted.append(t.store)
         else:
-            refused.setdefault(trust_error_words(t.error) or "not trusted", []).append(t.store)
+            refused.setdefault(once_each(trust_error_words(t.error)) or "not trusted", []).append(t.store)
     parts = [f"trusted by {', '.join(trusted)}"] if trusted else []
     for reason, stores in refused.items():
         apart = " (trusted apart from the dates)" if all_dates_only(results, stores) else ""
         parts.append(f"not trusted by {', '.join(stores)}: {reason}{apart}")
     return "; ".join(parts)
+
+
+def once_each(words: str) -> str:
+    """Each clause of "A, and B" once: audits stored before the fix said the dates twice."""
+    return ", and ".join(dict.fromkeys(words.split(", and "))) if words else words
 
 
 def all_dates_only(results: Iterable, stores: list[str]) -> bool:

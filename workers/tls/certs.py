@@ -244,8 +244,13 @@ def trust_result(result, received: list[x509.Certificate], hostname: str) -> Tru
     again = verify_inside_dates(result.trust_store, received, hostname)
     if again is None or again.was_validation_successful or is_name_error(again.validation_error or ""):
         return TrustResult(store=store, trusted=False, error=trust_error_words(error), dates_only=again is not None)
-    return TrustResult(store=store, trusted=False,
-                       error=f"{trust_error_words(again.validation_error or '')}, and {DATES}")
+    return TrustResult(store=store, trusted=False, error=and_the_dates(trust_error_words(again.validation_error or "")))
+
+
+def and_the_dates(words: str) -> str:
+    """The store's refusal inside the dates, and the dates: once each ("a certificate is outside its
+    validity dates, and a certificate is outside its validity dates" when an issuer's dates fail too)."""
+    return DATES if words in ("", DATES) else f"{words}, and {DATES}"
 
 
 def is_weak_key_error(error: str) -> bool:
