@@ -163,3 +163,13 @@ def test_check_now_without_htmx_redirects_with_the_reason(login, alice, org_a):
     response = client.post(reverse("loadtests:verification_check", args=[org_a.slug, site.pk]), {"method": "http"},
                            follow=True)
     assert "Not verified yet" in response.content.decode() and "connection refused" in response.content.decode()
+
+
+def test_the_verification_page_does_not_link_to_itself(login, alice, org_a):
+    """#30 item 11: "Verify lab.test" on the page that verifies it linked to that page."""
+    site = local_site(org_a, http_port=closed_port())
+    client = login(alice)
+    url = reverse("loadtests:verification", args=[org_a.slug, site.pk])
+    assert f'href="{url}"' not in client.get(url).content.decode()
+    overview = client.get(reverse("loadtests:overview", args=[org_a.slug, site.pk])).content.decode()
+    assert f'href="{url}"' in overview
