@@ -268,8 +268,10 @@ def page_facts(loads: list[dict]) -> dict:
     https = next((load for load in loads if load.get("variant") == "https" and load.get("ok", True)), None)
     http = next((load for load in loads if load.get("variant") == "http" and load.get("ok", True)), None)
     mixed = sorted({url for load in loads for url in load.get("mixed_content") or []})
+    chain = (http or {}).get("redirect_chain") or []
+    # The chain starts with the URL asked for: one entry is a page served where it was asked, not a redirect.
     return {"tls": (https or {}).get("tls"), "protocol": (https or {}).get("protocol"),
-            "http_redirects": (http or {}).get("redirect_chain") or [], "mixed_content": mixed}
+            "http_redirects": chain if len(chain) > 1 else [], "mixed_content": mixed}
 
 
 def chart(chart_id, title, kind, x_title, y_title, labels, datasets, header, rows, stacked=False) -> dict:
