@@ -64,7 +64,7 @@ system:  ## Debian packages the tests drive (installed only when missing)
 services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
-test: test-ready  ## the whole suite, 2 processes (~25 min on 2 cores; the fuzzing phase is `make fuzz`)
+test: test-ready  ## the whole suite, 2 processes (25-32 min on 2 cores; the fuzzing phase is `make fuzz`)
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m "not fuzz" $(PYTEST_ARGS)
 
 test-fast: test-ready  ## the edit-test loop (~2-3 min): no worker, browser, fuzz, fault, timing or slow tests; keeps its database
