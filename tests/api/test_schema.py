@@ -66,6 +66,10 @@ def test_schemathesis_finds_no_server_errors_or_schema_violations(live_server, o
          "--header", f"Authorization: Bearer {plaintext}", "--checks", CHECKS,
          "--phases", phases, "--max-examples", os.environ.get("SCHEMATHESIS_EXAMPLES", "5"), *bound,
          "--workers", "1", "--request-timeout", "20", "--seed", "7", "--no-color",
+         # A connection Django's test server closed between two keep-alive requests ("Connection aborted",
+         # once in three full runs, on a DELETE that answers 204 when sent alone) is a transport race of
+         # the test server, not an answer: it is sent again. 5xx answers and schema violations still fail.
+         "--request-retries", "2",
          "--report", "ndjson", "--report-dir", str(report)],
         capture_output=True, text=True, timeout=FUZZ_SECONDS + 600, cwd=tmp_path)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
