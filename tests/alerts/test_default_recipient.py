@@ -47,3 +47,10 @@ def test_organizations_from_before_get_their_owners_and_a_saved_choice_is_kept(o
     migrate(latest())
     assert AlertSettings.objects.get(organization=org_a).recipients == ["alice@agency-a.test"]
     assert AlertSettings.objects.get(organization=org_b).recipients == []
+
+
+@pytest.mark.django_db
+def test_the_settings_page_does_not_ask_where_alerts_go(login, alice, org_a):
+    """Asked on creation only: the settings form inherits the creation form, not its alert field."""
+    page = login(alice).get(reverse("orgs:settings", args=[org_a.slug])).content.decode()
+    assert "Alerts go to" not in page and 'name="alert_email"' not in page

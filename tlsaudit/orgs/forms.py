@@ -22,6 +22,7 @@ class OrganizationForm(forms.ModelForm):
 
 
 class OrganizationSettingsForm(OrganizationForm):
+    alert_email = None   # asked when the organization is created; the alerts page changes it later
     custom_ca_file = forms.FileField(
         required=False, label="…or upload a PEM file",
         help_text="Its certificates are added to those above (a .pem or .crt file of CA certificates).")
@@ -80,6 +81,17 @@ def _is_ca(cert) -> bool:
         return cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     except x509.ExtensionNotFound:
         return cert.version == x509.Version.v1 and cert.issuer == cert.subject
+
+
+def ca_certificates(pem: str) -> list[dict]:
+    """The certificates of a stored (already checked) custom CA, as the settings page and the API list them."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+
+    certs = x509.load_pem_x509_certificates(pem.encode()) if pem.strip() else []
+    return [{"subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
+             "not_before": cert.not_valid_before_utc, "not_after": cert.not_valid_after_utc,
+             "fingerprint_sha256": cert.fingerprint(hashes.SHA256()).hex()} for cert in certs]
 
 
 def _pem():

@@ -12,7 +12,7 @@ from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
 from tlsaudit.orgs import invitations
 from tlsaudit.orgs.access import org_for, remember_org
-from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm
+from tlsaudit.orgs.forms import InviteForm, OrganizationForm, OrganizationSettingsForm, RoleForm, ca_certificates
 from tlsaudit.orgs.models import Invitation, Membership, Organization
 from tlsaudit.reports.forms import BrandingForm
 from tlsaudit.reports.models import ReportBranding
@@ -49,22 +49,7 @@ def org_settings(request, org):
             messages.success(request, "Settings saved.")
             return redirect("orgs:settings", org.slug)
     return render(request, "orgs/settings.html", _members_context(request, org, settings_form=form,
-                                                                  trusted_cas=trusted_cas(org)))
-
-
-def trusted_cas(org) -> list[dict]:
-    """The organization's custom CA certificates, as the settings page lists them."""
-    if not org.custom_ca_pem.strip():
-        return []
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-
-    try:
-        certs = x509.load_pem_x509_certificates(org.custom_ca_pem.encode())
-    except ValueError:
-        return []
-    return [{"subject": c.subject.rfc4514_string(), "not_after": c.not_valid_after_utc,
-             "sha256": c.fingerprint(hashes.SHA256()).hex()} for c in certs]
+                                                                  trusted_cas=ca_certificates(org.custom_ca_pem)))
 
 
 def _members_context(request, org, **extra):

@@ -14,7 +14,7 @@ from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
 from tlsaudit.api.views.sites import sites_of
 from tlsaudit.domain import customca
 from tlsaudit.monitoring.portfolio import renewal_forecast
-from tlsaudit.orgs.forms import OrganizationSettingsForm
+from tlsaudit.orgs.forms import OrganizationSettingsForm, ca_certificates
 from tlsaudit.orgs.models import Membership
 from tlsaudit.sites.models import Site
 
@@ -136,14 +136,7 @@ class CustomCaWriteSerializer(serializers.Serializer):
 
 
 def custom_ca_body(org) -> dict:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-
-    certs = x509.load_pem_x509_certificates(org.custom_ca_pem.encode()) if org.custom_ca_pem.strip() else []
-    return {"pem": org.custom_ca_pem, "certificates": [
-        {"subject": cert.subject.rfc4514_string(), "issuer": cert.issuer.rfc4514_string(),
-         "not_before": cert.not_valid_before_utc, "not_after": cert.not_valid_after_utc,
-         "fingerprint_sha256": cert.fingerprint(hashes.SHA256()).hex()} for cert in certs]}
+    return {"pem": org.custom_ca_pem, "certificates": ca_certificates(org.custom_ca_pem)}
 
 
 class CustomCaView(OrgView):
