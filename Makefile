@@ -20,7 +20,7 @@ TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_
             REDIS_URL=$(TEST_REDIS_URL) TLSAUDIT_VAR_DIR=$(CURDIR)/var/test
 
 .DEFAULT_GOAL := help
-.PHONY: help fastloop setup run test test-fast test-ready fuzz system services vendor lock check lint clean bench bench-full schema
+.PHONY: help fastloop setup run test test-fast test-ready fuzz stack-test system services vendor lock check lint clean bench bench-full schema
 
 help:  ## what each target does (times measured on this project's 2-core machines)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -74,6 +74,9 @@ test-fast: test-ready  ## the edit-test loop (~2-3 min): no worker, browser, fuz
 fuzz: test-ready  ## schemathesis's fuzzing phase against the API for FUZZ_SECONDS (default 180), as CI runs it
 	SCHEMATHESIS_MAX_TIME=$(FUZZ_SECONDS) $(TEST_ENV) $(PY) -m pytest -m fuzz tests/api/test_schema.py $(PYTEST_ARGS)
 
+stack-test: setup system  ## the production stack booted for real: docker compose from .env.example, used as a user would (~10 min)
+	$(PY) tests/stack/run.py
+
 test-ready: setup system services
 	@# again: `system` may just have installed the compiler; here a warning is an error, and no loop a failure
 	@$(MAKE) -s --no-print-directory fastloop FASTLOOP_CFLAGS="$(FASTLOOP_CFLAGS) -Werror"
@@ -110,9 +113,10 @@ vendor:  ## refresh static/vendor from the npm registry (package-lock.json)
 schema: setup  ## regenerate docs/openapi.yaml (a test fails when it drifts from the code)
 	TLSAUDIT_DEV=1 $(PY) manage.py spectacular --validate --fail-on-warn --file docs/openapi.yaml
 
-lock:  ## re-pin requirements.txt from requirements.in
+lock:  ## re-pin requirements.txt from requirements.in, and requirements-prod.txt (the image's) at the same versions
 	$(PY) -m pip install --quiet -r requirements.in
 	( echo "# Pinned. Regenerate with \`make lock\` after editing requirements.in."; $(PY) -m pip freeze --exclude-editable | LC_ALL=C sort -f ) > requirements.txt
+	$(PY) deploy/lock_prod.py
 
 clean:
 	rm -rf var/test var/pytest-cache test-artifacts .pytest_cache

@@ -18,11 +18,15 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(os.environ.get("TLSAUDIT_VAR_DIR", BASE_DIR / "var"))
 
 
 def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
+    """A variable set empty means the default, as when it is absent: `.env` files list every variable,
+    most of them empty, and docker compose passes `NAME=` on as an empty value (#31)."""
+    return (os.environ.get(name) or "").strip() or default
+
+
+VAR_DIR = Path(env_str("TLSAUDIT_VAR_DIR") or BASE_DIR / "var")
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -548,7 +552,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "staticfiles"
+# Beside the code, not in var/: static files belong to a release, and the image's var/ is a volume the
+# containers share across releases (#31).
+STATIC_ROOT = Path(env_str("TLSAUDIT_STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": VAR_DIR / "media"}},

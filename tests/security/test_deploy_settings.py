@@ -24,7 +24,7 @@ PRODUCTION = {
 
 
 def run(args, tmp_path, **changes):
-    env = {**PRODUCTION, "TLSAUDIT_VAR_DIR": str(tmp_path), **changes}
+    env = {**PRODUCTION, "TLSAUDIT_VAR_DIR": str(tmp_path), "TLSAUDIT_STATIC_ROOT": str(tmp_path / "static"), **changes}
     return subprocess.run([sys.executable, *args], env=env, cwd=settings.BASE_DIR, capture_output=True, text=True,
                           timeout=180)
 
@@ -98,3 +98,21 @@ def test_production_redirects_plain_http_to_https(tmp_path):
 def test_production_refuses_to_start_without_its_secrets(tmp_path, changes, error):
     result = run(["manage.py", "check"], tmp_path, **changes)
     assert result.returncode != 0 and error in result.stderr
+
+
+SHOW_PATHS = """
+import os
+os.environ["DJANGO_SETTINGS_MODULE"] = "tlsaudit.settings"
+from django.conf import settings
+print(settings.VAR_DIR, settings.STATIC_ROOT, settings.DEFAULT_FROM_EMAIL, settings.API_THROTTLE_RATE)
+"""
+
+
+def test_a_variable_set_empty_means_its_default_as_docker_compose_passes_env_example(tmp_path):
+    """`.env` copied from `.env.example` sets most variables empty; compose passes them on as empty values,
+    which replaced the image's TLSAUDIT_VAR_DIR and made every page a 500 (#31)."""
+    result = run(["-c", SHOW_PATHS], tmp_path, TLSAUDIT_VAR_DIR="", TLSAUDIT_STATIC_ROOT="", DEFAULT_FROM_EMAIL="",
+                 API_THROTTLE_RATE=" ")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(settings.BASE_DIR / "var"), str(settings.BASE_DIR / "staticfiles"),
+                                     "TLS", "Audit", "<noreply@localhost>", "600/min"]
