@@ -62,7 +62,6 @@ def test_it_exits_2_with_the_reason_when_the_probe_fails(probe_site):
 @pytest.mark.parametrize("args, message", [
     ((), "URL: give the page to probe, e.g. https://example.com/"),
     (("ftp://example.com/",), "URL: 'ftp://example.com/' must start with https:// or http://"),
-    (("example.com",), "URL: 'example.com' must start with https:// or http://"),
     (("https://user:pw@example.com/",), "URL: credentials in the URL are not supported"),
     (("https://example.com:99999/",), "URL: 'https://example.com:99999/' has an invalid port (1-65535)"),
     (("https://example.com:0/",), "URL: 'https://example.com:0/' has an invalid port (1-65535)"),

@@ -260,9 +260,11 @@ def test_loadtest_reports_the_end_to_end_rate_the_start_up_apart_and_repeats(cli
 
 
 BAD_OVERHEAD = [
-    ([], "host: give the site's host name"),
-    (["https://localhost"], "must be a bare host name"),
-    (["localhost:8080"], "give ports with --http-port / --https-port"),
+    ([], "host: give the site, e.g. example.com, example.com:8443 or https://example.com/"),
+    (["ftp://localhost/"], "must start with http:// or https://"),
+    (["localhost:8443", "--https-port", "9443"], "--https-port: 9443 differs from the target's port 8443"),
+    (["http://localhost:8080/", "--http-port", "80"], "--http-port: 80 differs from the target's port 8080"),
+    (["https://localhost/a", "--path", "/b"], "--path: '/b' differs from the URL's path '/a'"),
     (["localhost", "--http-port", "0"], "--http-port: Port 0 is out of range"),
     (["localhost", "--https-port", "https"], "--https-port: Port 'https' is not a number"),
     (["localhost", "--levels", ","], "--levels: give at least one concurrency level"),

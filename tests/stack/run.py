@@ -439,6 +439,7 @@ def scenario() -> subprocess.Popen:
     sites = scale(api, site_id)
     kill_a_worker(api, sites[f"{LAB_NAMES[1]}:443"])
     restart_services(api, [sites[f"{name}:8443"] for name in LAB_NAMES])
+    clean_stop()
     return proxy
 
 
@@ -539,6 +540,20 @@ def restarts_of(container: str) -> int:
 
 def running(container: str) -> bool:
     return run("docker", "inspect", "-f", "{{.State.Running}}", container, cwd=None).stdout.strip() == "true"
+
+
+def clean_stop() -> None:
+    """`docker compose stop` sends SIGTERM; each service must exit on it, not be killed at the end of its grace
+    period (exit code 137): gunicorn finishes its requests, Celery its tasks, beat saves its state."""
+    with step("docker compose stop: every service exits on SIGTERM within its grace period"):
+        containers = run("docker", "compose", "ps", "-q", "web", "worker", "jobs", "beat").stdout.split()
+        began = time.monotonic()
+        shell("docker compose stop", timeout=180)
+        took = time.monotonic() - began
+        codes = {run("docker", "inspect", "-f", "{{.Name}} {{.State.ExitCode}}", c, cwd=None).stdout.strip()
+                 for c in containers}
+        print(f"    stopped in {took:.1f} s; exit codes: {sorted(codes)}")
+        check(not [c for c in codes if c.endswith(" 137")], f"killed, not stopped: {codes}")
 
 
 def api_finished_tolerant(api: Api, url: str) -> dict | None:

@@ -116,6 +116,16 @@ def error_json(code: str, message: str) -> dict:
 # --- parsing the shared options: a ValueError names the option
 
 
+TARGET_HELP = "HOST, HOST:PORT or https://HOST[:PORT]/PATH (http:// for the plain HTTP side)"
+
+
+def as_url(text: str | None) -> str:
+    """Every command's one target syntax (#30 item 10): a bare HOST or HOST:PORT is the HTTPS site
+    https://HOST[:PORT]/; a URL stays as typed."""
+    text = (text or "").strip()
+    return text if not text or "://" in text else f"https://{text}/"
+
+
 def parse_int(text, option: str, low: int, high: int, unit: str = "") -> int:
     try:
         value = int(str(text).strip())

@@ -18,7 +18,7 @@ guard like `audit`.
 import math
 import time
 
-from tlsaudit.core.management.base import TargetCommand, parse_ca_file, parse_int, parse_ip, reach
+from tlsaudit.core.management.base import TARGET_HELP, TargetCommand, parse_ca_file, parse_int, parse_ip, reach
 from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain import stats
@@ -53,7 +53,7 @@ class Command(TargetCommand):
     engine_argument_errors = (HandshakeError,)
 
     def add_arguments(self, parser):
-        parser.add_argument("target", nargs="?", default="", help="HOST or HOST:PORT (default port 443)")
+        parser.add_argument("target", nargs="?", default="", help=f"{TARGET_HELP} (default port 443)")
         self.add_ip_argument(parser)
         parser.add_argument("--versions", default="1.2,1.3", help="comma-separated: 1.2,1.3 (default %(default)s)")
         parser.add_argument("--suites", default="",

@@ -22,8 +22,10 @@ from dataclasses import replace
 from urllib.parse import urlsplit
 
 from tlsaudit.core.management.base import (
+    TARGET_HELP,
     UNREACHABLE,
     TargetCommand,
+    as_url,
     parse_ca_file,
     parse_int,
     parse_ip,
@@ -57,7 +59,7 @@ class Command(TargetCommand):
     engine_argument_errors = (LoadError,)
 
     def add_arguments(self, parser):
-        parser.add_argument("url", nargs="?", default="", help="http(s)://HOST[:PORT]/PATH")
+        parser.add_argument("url", nargs="?", default="", help=TARGET_HELP)
         add_target_arguments(self, parser)
         parser.add_argument("-n", dest="requests", default=None,
                             help=f"number of requests (default {DEFAULT_REQUESTS}; with -t: an upper bound, "
@@ -195,8 +197,9 @@ def parse_header(text: str) -> tuple[str, str]:
 
 
 def parse_url(url: str) -> tuple[str, str, int, str]:
-    """(scheme, ASCII host, port, path with query) of an http(s) URL; ValueError says what is wrong."""
-    text = (url or "").strip()
+    """(scheme, ASCII host, port, path with query) of an http(s) URL, HOST or HOST:PORT (HTTPS);
+    ValueError says what is wrong."""
+    text = as_url(url)
     if not text:
         raise ValueError("url: give the URL to load, e.g. https://example.com/")
     parts = urlsplit(text)

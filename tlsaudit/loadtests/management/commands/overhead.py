@@ -1,4 +1,4 @@
-"""python manage.py overhead HOST [--ip IP] [--http-port P] [--https-port P] [--path /]
+"""python manage.py overhead HOST[:PORT] | URL [--ip IP] [--http-port P] [--https-port P] [--path /]
                              [--levels 1,20,50,100] [-t S] [-n N] [--repeats R] [-k] [--timeout S]
                              [--processes P] [--deadline S] [--json]
 
@@ -21,12 +21,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from urllib.parse import urlsplit
 
-from tlsaudit.core.management.base import UNREACHABLE, TargetCommand, parse_int, pin_target, preflight
+from tlsaudit.core.management.base import (
+    TARGET_HELP,
+    UNREACHABLE,
+    TargetCommand,
+    as_url,
+    parse_int,
+    pin_target,
+    preflight,
+)
 from tlsaudit.core.terminal import Progress, startup_line, startup_s
 from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import ab_report, run_figures, sweep_summary, without_pairs
-from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port
+from tlsaudit.domain.hostnames import AddressError, parse_port
 from tlsaudit.loadtests.management.commands.loadtest import (
     AB_TIME_LIMIT_REQUESTS,
     MAX_CONCURRENCY,
@@ -41,6 +50,7 @@ from tlsaudit.loadtests.management.commands.loadtest import (
     parse_common,
     parse_deadline,
     parse_seconds,
+    parse_url,
     within,
 )
 from tlsaudit.loadtests.plans import WARMUP_CONCURRENCY, WARMUP_REQUESTS, in_order
@@ -62,11 +72,12 @@ class Command(TargetCommand):
     engine_argument_errors = (LoadError,)
 
     def add_arguments(self, parser):
-        parser.add_argument("host", nargs="?", default="", help="HOST (no scheme, no port: see --http-port)")
+        parser.add_argument("host", nargs="?", default="", help=f"{TARGET_HELP}: its port is that side's, the "
+                                                                "other side's comes from --http-port / --https-port")
         add_target_arguments(self, parser)
-        parser.add_argument("--http-port", default="80", help="plain HTTP port (default 80)")
-        parser.add_argument("--https-port", default="443", help="HTTPS port (default 443)")
-        parser.add_argument("--path", default="/", help="path to request on both sides (default /)")
+        parser.add_argument("--http-port", default=None, help="plain HTTP port (default 80)")
+        parser.add_argument("--https-port", default=None, help="HTTPS port (default 443)")
+        parser.add_argument("--path", default=None, help="path to request on both sides (default: the URL's, or /)")
         parser.add_argument("--levels", default=DEFAULT_LEVELS, help=f"concurrency levels (default {DEFAULT_LEVELS})")
         parser.add_argument("-t", dest="time_limit", default=f"{DEFAULT_SECONDS:g}",
                             help="seconds per run (level, side and repeat), like ab -t (default %(default)s; 0 = no "
@@ -115,10 +126,8 @@ class Command(TargetCommand):
 
 
 def parse_overhead(options) -> dict:
-    host = parse_host(options["host"])
-    http_port = parse_port_option(options["http_port"], "--http-port")
-    https_port = parse_port_option(options["https_port"], "--https-port")
-    path = options["path"] or "/"
+    host, ports, path = parse_sides(options)
+    http_port, https_port = ports["http"], ports["https"]
     if not path.startswith("/") or any(c.isspace() for c in path):
         raise ValueError(f"--path: {path!r} must start with / and contain no spaces")
     levels = parse_levels(options["levels"])
@@ -153,18 +162,28 @@ def longest_sweep_s(plan: dict) -> float | None:
     return (plan["time_limit"] + RUN_SLACK_S) * (2 + len(plan["levels"]) * 2 * plan["repeats"])
 
 
-def parse_host(text: str) -> str:
-    if not (text or "").strip():
-        raise ValueError("host: give the site's host name, e.g. example.com")
-    if "://" in text:
-        raise ValueError(f"host: {text!r} must be a bare host name; give ports with --http-port / --https-port")
-    try:
-        address = parse_address(text)
-    except AddressError as exc:
-        raise ValueError(f"host: {exc}") from None
-    if address.port is not None:
-        raise ValueError("host: give ports with --http-port / --https-port, not HOST:PORT")
-    return address.hostname
+def parse_sides(options) -> tuple[str, dict, str]:
+    """(host, {"http": port, "https": port}, path) from the target and the options. The target is the
+    one syntax of every command (HOST, HOST:PORT, or a URL): its port is its scheme's side, the other
+    side's comes from its option (default 80 / 443); an option that names the target's own side must
+    agree with it, and so must --path with the URL's path."""
+    text = as_url(options["host"])
+    if not text:
+        raise ValueError("host: give the site, e.g. example.com, example.com:8443 or https://example.com/")
+    scheme, host, _default_port, url_path = parse_url(text)
+    typed_port = urlsplit(text).port   # parse_url checked it
+    ports = {side: parse_port_option(options.get(f"{side}_port"), f"--{side}-port")
+             if options.get(f"{side}_port") not in (None, "") else None for side in ("http", "https")}
+    if typed_port and ports[scheme] not in (None, typed_port):
+        raise ValueError(f"--{scheme}-port: {ports[scheme]} differs from the target's port {typed_port}")
+    ports[scheme] = typed_port or ports[scheme]
+    ports = {"http": ports["http"] or 80, "https": ports["https"] or 443}
+    path = options.get("path") or url_path
+    if options.get("path") and url_path != "/" and options["path"] != url_path:
+        raise ValueError(f"--path: {options['path']!r} differs from the URL's path {url_path!r}")
+    if not path.startswith("/") or any(c.isspace() for c in path):
+        raise ValueError(f"--path: {path!r} must start with / and contain no spaces")
+    return host, ports, path
 
 
 def parse_port_option(text, option: str) -> int:

@@ -15,7 +15,7 @@ the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"err
 import math
 from urllib.parse import urlsplit
 
-from tlsaudit.core.management.base import TargetCommand, parse_int, parse_ip, reach, read_ca_file
+from tlsaudit.core.management.base import TARGET_HELP, TargetCommand, as_url, parse_int, parse_ip, reach, read_ca_file
 from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
@@ -37,7 +37,7 @@ class Command(TargetCommand):
     help = "Time real Chromium page loads of URL over HTTPS vs HTTP, cold vs warm (text table, or JSON)."
 
     def add_arguments(self, parser):
-        parser.add_argument("url", nargs="?", default="", help="https://HOST[:PORT]/path or http://...")
+        parser.add_argument("url", nargs="?", default="", help=TARGET_HELP)
         self.add_ip_argument(parser)
         self.add_ca_file_argument(parser, help="PEM file of CA certificates for the browser to trust")
         parser.add_argument("--seconds", default=str(DEFAULT_SECONDS),
@@ -76,7 +76,7 @@ class Command(TargetCommand):
 
 def parse_arguments(options) -> dict:
     """ProbeSpec keyword arguments; ValueError with a message naming the bad argument."""
-    url = (options["url"] or "").strip()
+    url = as_url(options["url"])
     if not url:
         raise ValueError("URL: give the page to probe, e.g. https://example.com/")
     parts = urlsplit(url)
@@ -165,10 +165,11 @@ def plan_line(spec: ProbeSpec) -> str:
 
 def preflight(spec, scheme: str):
     """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
-    resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself."""
+    resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself. A name
+    that does not resolve or an address the guard refuses ends here, before Chromium starts (#30)."""
     port = spec.https_port if scheme == "https" else spec.http_port
-    target, error = reach(spec.host, port, spec.ip, tls=scheme == "https")
-    return error if target is not None else None  # a refused target: the engine refuses it with the same words, before starting Chromium
+    _target, error = reach(spec.host, port, spec.ip, tls=scheme == "https")
+    return error
 
 
 def cli_json(result: dict, scheme: str) -> dict:
