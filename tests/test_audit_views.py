@@ -220,3 +220,15 @@ def test_the_page_speaks_words_not_ids(login, alice, site_a):
         text = re.sub(r"<[^>]+>", " ", page)
         assert not re.search(r"\b(cap|cert|proto|cipher|vuln|hsts|kx)\.[a-z_0-9]+\b", text), url
         assert "tlsaudit." not in text and "Audit now audit" not in text, url
+
+
+def test_an_untrusted_chain_points_to_where_the_organizations_own_ca_is_added(login, alice, site_a):
+    """#30 item 5: the advice to trust an internal CA links to the setting that does it."""
+    untrusted = done_audit(site_a, certs=(deployment(trusted=False, error="unable to get local issuer "
+                                                                            "certificate"),))
+    page = login(alice).get(detail_url(untrusted)).content.decode()
+    settings_url = reverse("orgs:settings", args=[site_a.organization.slug])
+    assert page.count('data-testid="custom-ca-hint"') == 1
+    assert f'href="{settings_url}#custom-ca"' in page
+    trusted = done_audit(site_a)
+    assert 'data-testid="custom-ca-hint"' not in login(alice).get(detail_url(trusted)).content.decode()
