@@ -54,7 +54,8 @@ $(STAMP): requirements.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
 run: setup  ## the app on embedded defaults (SQLite, filesystem broker): web, worker and beat on :8000
-	$(RUN_ENV) $(PY) manage.py migrate --noinput
+	@# Quiet: the demo login below is what a new user needs to see, not ninety migrations.
+	$(RUN_ENV) $(PY) manage.py migrate --noinput -v 0
 	$(RUN_ENV) $(PY) manage.py ensure_demo
 	$(RUN_ENV) $(VENV)/bin/honcho start -f Procfile
 

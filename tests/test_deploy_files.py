@@ -74,8 +74,9 @@ def test_the_production_pins_are_the_tested_pins_without_the_test_tools():
 def test_the_procfile_runs_web_worker_and_beat():
     lines = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if line.strip())
     assert set(lines) == {"web", "worker", "jobs", "beat"}
-    assert "celery -A workers worker -Q scan --pool threads" in lines["worker"]
-    assert "-Q load,browser,default" in lines["jobs"] and "celery -A workers beat" in lines["beat"]
+    # --quiet: no banners, so `make run`'s demo login is not lost among them (#30 item 11)
+    assert "celery -A workers --quiet worker -Q scan --pool threads" in lines["worker"]
+    assert "-Q load,browser,default" in lines["jobs"] and "celery -A workers --quiet beat" in lines["beat"]
 
 
 def test_env_example_documents_every_variable_the_settings_read():
@@ -113,7 +114,7 @@ def test_the_compose_workers_run_with_the_procfiles_flags():
     nothing), the same in the Procfile and in docker-compose.yml."""
     services = compose()["services"]
     from_compose = [" ".join(services[name]["command"]) for name in ("worker", "jobs")]
-    from_procfile = [line for line in (ROOT / "Procfile").read_text().splitlines() if "celery -A workers worker" in line]
+    from_procfile = [line for line in (ROOT / "Procfile").read_text().splitlines() if "celery -A workers --quiet worker" in line]
     for workers in (from_compose, from_procfile):
         assert len(workers) == 2, workers
         assert all("--without-gossip --without-mingle" in line for line in workers), workers

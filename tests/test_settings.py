@@ -47,7 +47,7 @@ def test_with_nothing_set_in_dev_it_uses_sqlite_and_the_filesystem_broker(tmp_pa
     env.update(TLSAUDIT_DEV="1", TLSAUDIT_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="tlsaudit.settings")
     out = subprocess.run([sys.executable, "-c", "import django; django.setup(); " + code], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=60, check=True).stdout.split()
-    assert out == ["django.db.backends.sqlite3", "filesystem://", "tlsaudit.core.mailconsole.EmailBackend"]
+    assert out == ["django.db.backends.sqlite3", "filesystem://localhost//", "tlsaudit.core.mailconsole.EmailBackend"]
     assert (tmp_path / "broker" / "in").is_dir()
 
 

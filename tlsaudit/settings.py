@@ -283,7 +283,7 @@ REDIS_SOCKET_TIMEOUT = env_int("REDIS_SOCKET_TIMEOUT", 2, minimum=1)
 def broker_url() -> str:
     url = env_str("CELERY_BROKER_URL") or env_str("REDIS_URL")
     if not url:
-        return "filesystem://"
+        return "filesystem://localhost//"   # with a host: kombu warns "No hostname was supplied" otherwise
     if urlsplit(url).scheme not in ("redis", "rediss", "amqp", "filesystem", "memory"):
         raise ImproperlyConfigured(f"REDIS_URL/CELERY_BROKER_URL has an unsupported scheme: {url!r}.")
     return url
