@@ -235,7 +235,7 @@ def _answers(url: str, pki: TestPki) -> bool:
 
 
 LAB_SERVER = """
-import http.server, ssl, sys
+import http.server, ssl, threading, time
 class Page(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = b"<!doctype html><title>lab</title><p>lab"
@@ -246,16 +246,24 @@ class Page(http.server.BaseHTTPRequestHandler):
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.minimum_version = ssl.TLSVersion.TLSv1_2
 context.load_cert_chain("/lab/lab.fullchain.pem", "/lab/lab.key")
-for port in (443, 8443):
-    server = http.server.ThreadingHTTPServer(("0.0.0.0", port), Page)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    if port == 8443: server.serve_forever()
-    import threading; threading.Thread(target=server.serve_forever, daemon=True).start()
+class Tls(http.server.ThreadingHTTPServer):
+    delay = 0.0
+    def finish_request(self, request, client_address):
+        time.sleep(self.delay)   # 9443: every connection waits before its handshake, so an audit lasts
+        super().finish_request(context.wrap_socket(request, server_side=True), client_address)
+    def handle_error(self, request, client_address): pass
+class Slow(Tls):
+    delay = 0.4
+servers = [Tls(("0.0.0.0", 443), Page), Tls(("0.0.0.0", 8443), Page), Slow(("0.0.0.0", 9443), Page)]
+for server in servers[1:]:
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+servers[0].serve_forever()
 """
 
 
 def start_lab(pki: TestPki, python_image: str) -> None:
-    """Three HTTPS servers (443 and 8443 each) on the stack's network, one per name of LAB_NAMES."""
+    """Three HTTPS servers on the stack's network, one per name of LAB_NAMES, each on 443, 8443 and 9443
+    (slow: 0.4 s before every handshake, so that an audit is still running when a test kills its worker)."""
     pki.issue_leaf("lab", dns_names=LAB_NAMES, ip_addresses=())
     (pki.directory / "server.py").write_text(LAB_SERVER)
     pki.directory.chmod(0o755)
@@ -437,8 +445,9 @@ def scenario() -> subprocess.Popen:
         check(pdf.status_code == 200 and pdf.content.startswith(b"%PDF"), f"PDF: {pdf.status_code}")
         print(f"    {len(pdf.content)} bytes")
     sites = scale(api, site_id)
-    kill_a_worker(api, sites[f"{LAB_NAMES[1]}:443"])
-    restart_services(api, [sites[f"{name}:8443"] for name in LAB_NAMES])
+    slow = [api.add_site(f"{name}:9443") for name in LAB_NAMES]
+    kill_a_worker(api, slow[1])
+    restart_services(api, [sites[f"{name}:8443"] for name in LAB_NAMES], slow)
     clean_stop()
     return proxy
 
@@ -483,13 +492,13 @@ def scale(api: Api, first_site: int) -> dict[str, int]:
 
 def kill_a_worker(api: Api, site: int) -> None:
     with step("a scan worker killed mid-audit: the audit recovered on another, once"):
-        since = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime())
         url = api.start_audit(site)
         number = audit_id(url)
-        wait_for("the audit running", lambda: sql(f"select status from audits_audit where id={number}")[0][0]
-                 == "running", 60, 0.2)
-        victim = wait_for("its worker", lambda: next((c for c in worker_containers() if audits_run_by(c, since)),
-                                                      None), 20, 0.2)
+        # The claiming process's host name, first in the row's runner, is its container's short id.
+        host = wait_for("the audit running", lambda: (r := sql(f"select status, runner from audits_audit "
+                                                               f"where id={number}")[0])[0] == "running"
+                        and r[1] and r[1].split()[0], 60, 0.2)
+        victim = next(c for c in worker_containers() if c.startswith(host))
         run("docker", "kill", victim)
         killed = time.monotonic()
         wait_for("a second attempt", lambda: int(sql(f"select attempts from audits_audit where id={number}")[0][0])
@@ -503,7 +512,7 @@ def kill_a_worker(api: Api, site: int) -> None:
         shell("docker compose up -d --scale worker=3", timeout=300)
 
 
-def restart_services(api: Api, sites: list[int]) -> None:
+def restart_services(api: Api, sites: list[int], slow: list[int]) -> None:
     with step("redis restarted under the scan workers: none exits, the next audits run"):
         before = {c: restarts_of(c) for c in worker_containers()}
         shell("docker compose restart redis", timeout=120)
@@ -517,10 +526,13 @@ def restart_services(api: Api, sites: list[int]) -> None:
         shell("docker compose restart redis", timeout=120)
         shell("docker compose start worker", timeout=120)
         audits_finish_once(api, sites, "queued across a Redis restart", urls)
-    with step("postgres restarted with three audits in flight: all finish"):
-        urls = [api.start_audit(site) for site in sites]
+    with step("postgres restarted with three slow audits in flight: all finish"):
+        urls = [api.start_audit(site) for site in slow]
+        wait_for("three audits running", lambda: sql("select count(*) from audits_audit where status = 'running' "
+                                                     "and id in (%s)" % ",".join(str(audit_id(u)) for u in urls))
+                 [0][0] == "3", 60, 0.2)
         shell("docker compose restart postgres", timeout=120)
-        audits_finish_once(api, sites, "across a PostgreSQL restart", urls, most_attempts=2)
+        audits_finish_once(api, slow, "across a PostgreSQL restart", urls, most_attempts=2)
 
 
 def audits_finish_once(api: Api, sites: list[int], when: str, urls: list[str] | None = None,
