@@ -545,3 +545,16 @@ def test_it_keeps_slugs_clear_of_the_fixed_org_urls(login, charlie, name):
 
     assert client.get(settings_url(org)).status_code == 200
     assert client.post(invite_url(org), {"email": "dave@agency-b.test", "role": "member"}).status_code == 302
+
+
+def test_an_organizations_pages_all_live_under_o_and_the_old_settings_address_redirects(client, alice, org_a):
+    """#30 item 11: URLs mixed /o/<slug>/ and /orgs/<slug>/."""
+    from django.urls import reverse
+
+    assert reverse("orgs:settings", args=[org_a.slug]) == f"/o/{org_a.slug}/settings/"
+    assert reverse("orgs:invite", args=[org_a.slug]).startswith(f"/o/{org_a.slug}/")
+    assert reverse("orgs:create") == "/orgs/new/"
+    client.force_login(alice)
+    moved = client.get(f"/orgs/{org_a.slug}/settings/?tab=x")
+    assert moved.status_code == 301 and moved["Location"] == f"/o/{org_a.slug}/settings/?tab=x"
+    assert client.get(moved["Location"]).status_code == 200

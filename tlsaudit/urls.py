@@ -31,7 +31,7 @@ urlpatterns = [
     path("", core_views.home, name="home"),
     path("healthz", core_views.healthz, name="healthz"),
     path("accounts/", include(auth_patterns)),
-    path("orgs/", include("tlsaudit.orgs.urls")),
+    path("", include("tlsaudit.orgs.urls")),
     path("o/<slug:org>/sites/", include("tlsaudit.sites.urls")),
     path("o/<slug:org>/sites/<int:pk>/audits/", include("tlsaudit.audits.urls")),
     path("o/<slug:org>/sites/<int:pk>/performance/", include("tlsaudit.loadtests.urls")),

@@ -38,7 +38,7 @@ class Organization(models.Model):
         return self.memberships.filter(user=user).values_list("role", flat=True).first()
 
 
-# First path segments under /orgs/ that are not organizations (see orgs/urls.py).
+# Path segments under /orgs/ that an organization's slug must not take (see orgs/urls.py).
 RESERVED_SLUGS = {"new", "invitations"}
 
 
