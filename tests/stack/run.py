@@ -117,13 +117,26 @@ def install_docker() -> None:
 
 
 def start_docker_engine() -> subprocess.Popen | None:
-    """None when an engine already answers (it is the machine's: left running); else the one started."""
+    """None when an engine already answers (it is the machine's: left running); else the one started,
+    after saving the firewall rules it will add to (stop_docker_engine puts them back)."""
     if run("docker", "info", cwd=None, check_rc=False).returncode == 0:
         return None
+    (WORK / "iptables.before").write_text(run("iptables-save", cwd=None).stdout)
     log = open(WORK / "dockerd.log", "ab")
     engine = subprocess.Popen(["dockerd"], stdout=log, stderr=log, start_new_session=True)
     wait_for("the Docker engine", lambda: run("docker", "info", cwd=None, check_rc=False).returncode == 0, 60)
     return engine
+
+
+def stop_docker_engine(engine: subprocess.Popen) -> None:
+    """Stops the engine this test started, then removes what it left on the machine: its firewall chains
+    and rules (the saved ones restored) and its bridge."""
+    engine.terminate()
+    engine.wait(60)
+    saved = WORK / "iptables.before"
+    if saved.exists():
+        subprocess.run(["iptables-restore"], input=saved.read_text(), text=True, check=False)
+    subprocess.run(["ip", "link", "delete", "docker0"], capture_output=True, check=False)
 
 
 # --- the checkout and the README ------------------------------------------------------------------------
@@ -377,8 +390,7 @@ def main() -> int:
                 stop_lab()
                 run("docker", "compose", "down", "-v", "--remove-orphans", "-t", "20", check_rc=False, timeout=300)
             if engine:
-                engine.terminate()
-                engine.wait(60)
+                stop_docker_engine(engine)
         print(f"stack-test: {time.monotonic() - STARTED:.0f} s in all", flush=True)
 
 
