@@ -236,7 +236,11 @@ http {{
 }}
 """)
     proxy = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"], start_new_session=True)
-    wait_for("the TLS proxy", lambda: _answers(f"https://127.0.0.1:{listen}/healthz", pki), 20, 0.2)
+    try:
+        wait_for("the TLS proxy", lambda: _answers(f"https://127.0.0.1:{listen}/healthz", pki), 20, 0.2)
+    except StackFailure:
+        proxy.terminate()
+        raise
     return proxy
 
 
@@ -372,20 +376,20 @@ def audits_run_by(container: str, since: str) -> int:
 
 def main() -> int:
     WORK.mkdir(parents=True, exist_ok=True)
-    engine = proxy = None
+    engine, started = None, []
     try:
         with step("Docker, compose and debootstrap (installed only when missing)"):
             install_docker()
             engine = start_docker_engine()
         with step("base images from Debian's packages (made only when missing)"):
             run(str(ROOT / "deploy" / "base-images" / "build"), cwd=ROOT, capture=False)
-        proxy = scenario()
+        scenario(started)
         return 0
     finally:
         with step("clean-up"):
-            if proxy:
-                proxy.terminate()
-                proxy.wait(10)
+            for process in started:   # the TLS proxy, whether the scenario got through or not
+                process.terminate()
+                process.wait(10)
             if PROJECT.exists() and shutil.which("docker"):
                 stop_lab()
                 run("docker", "compose", "down", "-v", "--remove-orphans", "-t", "20", check_rc=False, timeout=300)
@@ -394,7 +398,7 @@ def main() -> int:
         print(f"stack-test: {time.monotonic() - STARTED:.0f} s in all", flush=True)
 
 
-def scenario() -> subprocess.Popen:
+def scenario(started: list[subprocess.Popen]) -> None:
     pki = TestPki(WORK / "pki")
     proxy_port, web_port = free_ports(2)
     base = f"https://127.0.0.1:{proxy_port}"
@@ -423,7 +427,7 @@ def scenario() -> subprocess.Popen:
         print(f"    one application image for five services: {len(app_images) == 1}; "
               f"{image_size('tlsaudit:latest')} MB (its base {image_size(python_image())} MB)")
         check(len(app_images) == 1, f"the services run {len(app_images)} images")
-    proxy = start_proxy(pki, proxy_port, web_port)
+    started.append(start_proxy(pki, proxy_port, web_port))
     start_lab(pki, python_image())
     user = User(base, pki.ca_file)
     with step("sign up through the web form, follow the emailed link"):
@@ -461,7 +465,6 @@ def scenario() -> subprocess.Popen:
     kill_a_worker(api, slow[1])
     restart_services(api, [sites[f"{name}:8443"] for name in LAB_NAMES], slow)
     clean_stop()
-    return proxy
 
 
 def python_image() -> str:
