@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import pwd
+import re
 import selectors
 import signal
 import socket
@@ -300,7 +301,8 @@ def shipped_flags(pool: str) -> list[str]:
     `jobs`), without the ones a test sets itself (-Q, -c, -n, the log level)."""
     entry = "worker" if pool == "threads" else "jobs"
     line = next(text for text in (ROOT / "Procfile").read_text().splitlines() if text.startswith(f"{entry}:"))
-    words = line.split("celery -A workers worker", 1)[1].split()
+    # Global options (`--quiet`, for make run's console) come before `worker`; the worker's flags after it.
+    words = re.split(r"celery -A workers (?:--quiet )?worker", line, maxsplit=1)[1].split()
     flags, skip = [], False
     for word in words:
         if skip:
