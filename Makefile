@@ -75,7 +75,7 @@ test-fast: test-ready  ## the edit-test loop (~2-3 min): no worker, browser, fuz
 fuzz: test-ready  ## schemathesis's fuzzing phase against the API for FUZZ_SECONDS (default 180), as CI runs it
 	SCHEMATHESIS_MAX_TIME=$(FUZZ_SECONDS) $(TEST_ENV) $(PY) -m pytest -m fuzz tests/api/test_schema.py $(PYTEST_ARGS)
 
-stack-test: setup system  ## the production stack booted for real: docker compose from .env.example, used as a user would (~10 min)
+stack-test: setup system  ## the production stack booted for real: docker compose from .env.example, used as a user would (~4 min fresh, ~2 after)
 	$(PY) tests/stack/run.py
 
 test-ready: setup system services
