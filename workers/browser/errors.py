@@ -36,7 +36,7 @@ _CERT_REASONS = {
     "ERR_CERT_WEAK_SIGNATURE_ALGORITHM": "it is signed with a weak algorithm",
 }
 _CONNECTION_FAILURES = ("ERR_CONNECTION_RESET", "ERR_CONNECTION_CLOSED", "ERR_EMPTY_RESPONSE",
-                        "ERR_CONNECTION_TIMED_OUT", "ERR_ADDRESS_UNREACHABLE", "ERR_NETWORK_CHANGED")
+                        "ERR_CONNECTION_TIMED_OUT", "ERR_ADDRESS_UNREACHABLE")
 
 
 def net_error_name(text: str) -> str | None:
@@ -77,6 +77,12 @@ def classify_load_error(text: str, *, host: str, port: int, timeout_s: float, ho
                                                  "(ERR_SSL_PROTOCOL_ERROR).", detail)
     if name.startswith("ERR_SSL_"):
         return TargetError(TLS_HANDSHAKE_FAILED, f"The TLS handshake with {host}:{port} failed ({name}).", detail)
+    if name == "ERR_NETWORK_CHANGED":
+        # Chromium aborts loads when an interface of its own machine comes or goes (seen here when Docker made
+        # and removed its bridges beside a probe): the probing host's doing, never the site's.
+        return TargetError(CONNECTION_FAILED, "The network of the machine running the probe changed during the "
+                                              "load (ERR_NETWORK_CHANGED): not the site's doing; run the probe "
+                                              "again.", detail)
     if name in _CONNECTION_FAILURES:
         return TargetError(CONNECTION_FAILED, f"The connection to {host}:{port} failed ({name}).", detail)
     return TargetError(CONNECTION_FAILED, f"The page could not be loaded ({name}).", detail)
