@@ -79,7 +79,7 @@ def test_it_exits_2_with_the_reason_when_the_probe_fails(probe_site):
     (("https://example.com/", "--timeout", "nan"), "--timeout must be between 1 and 120 seconds, got nan"),
     (("https://example.com/", "--http-port", "eighty"), "--http-port: 'eighty' is not a port number"),
     (("https://example.com/", "--http-port", "70000"), "--http-port must be between 1 and 65535, got 70000"),
-    (("https://example.com:8443/", "--https-port", "443"), "--https-port: 443 differs from the URL's port 8443"),
+    (("https://example.com:8443/", "--https-port", "443"), "--https-port: 443 differs from the target's port 8443"),
 ])
 def test_it_names_the_bad_argument(args, message):
     code, out, _ = run_cli(*args, "--json")

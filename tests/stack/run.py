@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.pki import TestPki  # noqa: E402
 from tests.support.tls_servers import free_ports  # noqa: E402
+from tests.support.waiting import wait_until  # noqa: E402
 
 WORK = ROOT / "var" / "stack"
 PROJECT = WORK / "tlsaudit-stack"          # compose names the project after its folder
@@ -82,14 +83,8 @@ def shell(line: str, timeout: float = 900) -> subprocess.CompletedProcess:
 
 
 def wait_for(what: str, predicate, timeout: float, interval: float = 1.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise StackFailure(f"{what}: not within {timeout:.0f} s")
-        time.sleep(interval)
+    """tests/support/waiting.wait_until, with the thing awaited named first as the steps read."""
+    return wait_until(predicate, timeout, what, interval)
 
 
 # --- the machine --------------------------------------------------------------------------------------
@@ -238,7 +233,7 @@ http {{
     proxy = subprocess.Popen(["nginx", "-c", str(conf), "-g", "daemon off;"], start_new_session=True)
     try:
         wait_for("the TLS proxy", lambda: _answers(f"https://127.0.0.1:{listen}/healthz", pki), 20, 0.2)
-    except StackFailure:
+    except AssertionError:
         proxy.terminate()
         raise
     return proxy
@@ -367,8 +362,8 @@ def worker_containers() -> list[str]:
 
 
 def audits_run_by(container: str, since: str) -> int:
-    logs = run("docker", "logs", "--since", since, container).stderr + run("docker", "logs", "--since", since,
-                                                                         container).stdout
+    logs = subprocess.run(["docker", "logs", "--since", since, container], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=60, check=True).stdout
     return len(re.findall(r"workers\.tasks\.audit\.run_audit\[[^\]]+\] received", logs))
 
 
@@ -596,7 +591,7 @@ def api_finished_tolerant(api: Api, url: str) -> dict | None:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except StackFailure as failure:
+    except AssertionError as failure:   # StackFailure, or a wait that timed out
         print(f"stack-test FAILED: {failure}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:

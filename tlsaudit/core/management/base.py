@@ -126,6 +126,17 @@ def as_url(text: str | None) -> str:
     return text if not text or "://" in text else f"https://{text}/"
 
 
+def side_ports(scheme: str, typed_port: int | None, given: dict[str, int | None]) -> dict[str, int]:
+    """{"http": port, "https": port} of a command that loads both sides (`overhead`, `probe`): the target's
+    typed port is its scheme's side, --http-port / --https-port (`given`, parsed) the other's, default 80 /
+    443. An option naming the target's own side must agree with it: choosing one of two given values
+    silently would measure what the user did not ask for."""
+    if typed_port and given.get(scheme) and given[scheme] != typed_port:
+        raise ValueError(f"--{scheme}-port: {given[scheme]} differs from the target's port {typed_port}")
+    ports = {**given, scheme: typed_port or given.get(scheme)}
+    return {"http": ports.get("http") or 80, "https": ports.get("https") or 443}
+
+
 def parse_int(text, option: str, low: int, high: int, unit: str = "") -> int:
     try:
         value = int(str(text).strip())

@@ -31,6 +31,7 @@ from tlsaudit.core.management.base import (
     parse_int,
     pin_target,
     preflight,
+    side_ports,
 )
 from tlsaudit.core.terminal import Progress, startup_line, startup_s
 from tlsaudit.domain import stats
@@ -163,21 +164,16 @@ def longest_sweep_s(plan: dict) -> float | None:
 
 
 def parse_sides(options) -> tuple[str, dict, str]:
-    """(host, {"http": port, "https": port}, path) from the target and the options. The target is the
-    one syntax of every command (HOST, HOST:PORT, or a URL): its port is its scheme's side, the other
-    side's comes from its option (default 80 / 443); an option that names the target's own side must
-    agree with it, and so must --path with the URL's path."""
+    """(host, {"http": port, "https": port}, path) from the target (HOST, HOST:PORT or a URL) and the
+    options: the ports by `side_ports`; --path must agree with the URL's path."""
     text = as_url(options["host"])
     if not text:
         raise ValueError("host: give the site, e.g. example.com, example.com:8443 or https://example.com/")
     scheme, host, _default_port, url_path = parse_url(text)
     typed_port = urlsplit(text).port   # parse_url checked it
-    ports = {side: parse_port_option(options.get(f"{side}_port"), f"--{side}-port")
-             if options.get(f"{side}_port") not in (None, "") else None for side in ("http", "https")}
-    if typed_port and ports[scheme] not in (None, typed_port):
-        raise ValueError(f"--{scheme}-port: {ports[scheme]} differs from the target's port {typed_port}")
-    ports[scheme] = typed_port or ports[scheme]
-    ports = {"http": ports["http"] or 80, "https": ports["https"] or 443}
+    ports = side_ports(scheme, typed_port, {
+        side: parse_port_option(options.get(f"{side}_port"), f"--{side}-port")
+        if options.get(f"{side}_port") not in (None, "") else None for side in ("http", "https")})
     path = options.get("path") or url_path
     if options.get("path") and url_path != "/" and options["path"] != url_path:
         raise ValueError(f"--path: {options['path']!r} differs from the URL's path {url_path!r}")

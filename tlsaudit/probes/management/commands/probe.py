@@ -15,7 +15,16 @@ the probe's deadline included (default CLI_DEADLINE_SECONDS); with --json: {"err
 import math
 from urllib.parse import urlsplit
 
-from tlsaudit.core.management.base import TARGET_HELP, TargetCommand, as_url, parse_int, parse_ip, reach, read_ca_file
+from tlsaudit.core.management.base import (
+    TARGET_HELP,
+    TargetCommand,
+    as_url,
+    parse_int,
+    parse_ip,
+    reach,
+    read_ca_file,
+    side_ports,
+)
 from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import startup_line, startup_s
 from tlsaudit.domain.hostnames import AddressError, normalize_hostname
@@ -107,15 +116,9 @@ def parse_arguments(options) -> dict:
 
 
 def variant_ports(scheme: str, url_port: int | None, options) -> dict:
-    """The URL's port for its scheme, --https-port / --http-port for the other (default 443 / 80).
-    An option naming the URL's own scheme must agree with the URL."""
-    ports = {"https": parse_port("--https-port", options.get("https_port")) or 443,
-             "http": parse_port("--http-port", options.get("http_port")) or 80}
-    given = options.get(f"{scheme}_port")
-    if url_port and given and int(given) != url_port:
-        raise ValueError(f"--{scheme}-port: {given} differs from the URL's port {url_port}")
-    if url_port:
-        ports[scheme] = url_port
+    """The target's port for its scheme, --https-port / --http-port for the other (`side_ports`)."""
+    ports = side_ports(scheme, url_port, {"https": parse_port("--https-port", options.get("https_port")),
+                                          "http": parse_port("--http-port", options.get("http_port"))})
     return {"https_port": ports["https"], "http_port": ports["http"]}
 
 
