@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
+from tests.support.wan import start_wan
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.services import summary_of
 from tlsaudit.loadtests.verification import verification_for
@@ -15,17 +16,21 @@ from tlsaudit.sites.models import Site
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def verified_lab_site(org_a, tls_lab):
+def verified_site_on(org, tls_lab, pinned_ip: str) -> Site:
     from django.utils import timezone
 
     name = "load_no_resumption"
-    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
-                               http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab shop")
+    site = Site.objects.create(organization=org, hostname="localhost", https_port=tls_lab.port(name),
+                               http_port=tls_lab.http_port(name), pinned_ip=pinned_ip, name="Lab shop")
     verification = verification_for(site)
-    verification.record_pass("http", timezone.now())
+    verification.record_pass("http", timezone.now(), [pinned_ip])
     verification.save()
     return site
+
+
+@pytest.fixture
+def verified_lab_site(org_a, tls_lab):
+    return verified_site_on(org_a, tls_lab, "127.0.0.1")
 
 
 def log_in(page, user):
@@ -81,11 +86,27 @@ def figures_of(run) -> list[dict]:
     return [row["tls13_vs_tls12"] for row in summary["versions"]]
 
 
+@pytest.fixture(params=[0, 50], ids=["loopback", "50ms_rtt"])
+def lab_site_at_rtt(request, org_a, tls_lab):
+    """The verified lab site on loopback, or behind the latency lab's 50 ms delay line (pinned to the line's
+    address): the presets must finish within their bound and answer on a real link too."""
+    if not request.param:
+        yield verified_site_on(org_a, tls_lab, "127.0.0.1")
+        return
+    link = start_wan(request.param)
+    try:
+        yield verified_site_on(org_a, tls_lab, link.host)
+    finally:
+        link.close()
+
+
 # Its sweeps load both cores for a minute: in the timing group, so the latency lab's tests never run beside it.
 @pytest.mark.timing
 def test_every_preset_finishes_within_the_time_it_shows_and_answers(page, start_worker_on, alice,
-                                                                     verified_lab_site):
-    # A new organization's caps, the buttons a new user sees, pressed one after another on the lab
+                                                                     lab_site_at_rtt):
+    # A new organization's caps, the buttons a new user sees, pressed one after another on the lab, on
+    # loopback and behind 50 ms of round trip
+    verified_lab_site = lab_site_at_rtt
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     log_in(page, alice)

@@ -94,3 +94,46 @@ def test_the_recommended_nginx_hsts_header_passes_our_own_hsts_checks(http_serve
     assert hsts["hsts.missing"] == "pass" and hsts["hsts.short_max_age"] == "pass"
     assert "fail" not in hsts.values(), hsts
     assert not [r for r in report.recommendations if r.id.startswith("hsts.")]
+
+
+def leaf_straight_from(root, folder, aia_url: str | None = None):
+    from cryptography import x509
+    from cryptography.x509.oid import AuthorityInformationAccessOID
+
+    extensions = () if aia_url is None else (x509.AuthorityInformationAccess([x509.AccessDescription(
+        AuthorityInformationAccessOID.CA_ISSUERS, x509.UniformResourceIdentifier(aia_url))]),)
+    leaf = pki.issue_leaf(root, extensions=extensions)
+    return pki.write_pem(folder / "leaf.pem", leaf), pki.write_key(folder / "leaf.key", leaf)
+
+
+def test_a_leaf_a_private_root_signed_directly_is_not_called_incomplete_before_its_ca_is_set(s_server, tmp_path):
+    """#30 item 5: a private root signs the leaf itself; scanned before the organization sets its CA, the
+    chain cannot be told from one missing an intermediate, so no B and no "serve the chain" advice beside T."""
+    root = pki.make_ca("Agency Private Root")
+    cert, key = leaf_straight_from(root, tmp_path)
+    outcome = scan_local("localhost", s_server(send_intermediate=False, cert=cert, key=key))
+    (deployment,) = outcome.facts.certificates
+    assert deployment.trusted_by_any is False and deployment.chain_complete is None
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert report.grade.grade == "T"
+    assert "cap.incomplete_chain" not in {c.rule_id for c in report.grade.caps}
+    assert report.grade.grade_ignoring_trust != "B"
+    assert not any("complete certificate chain" in r.title.lower() for r in report.recommendations)
+
+    # With its CA set, the same server is complete and trusted: nothing was ever missing.
+    trusted = scan_local("localhost", s_server(send_intermediate=False, cert=cert, key=key),
+                         ca_file=str(pki.write_pem(tmp_path / "root.pem", root)))
+    (deployment,) = trusted.facts.certificates
+    assert deployment.trusted_by_any is True and deployment.chain_complete is True
+
+
+def test_a_leaf_naming_its_issuer_url_and_sent_alone_is_still_incomplete(s_server, tmp_path):
+    """A leaf that names where its issuer is published (as public CAs' leaves do), sent without it and
+    the URL unreachable: the missing certificate is an intermediate, and the cap stays."""
+    root = pki.make_ca("Issuing CA")
+    cert, key = leaf_straight_from(root, tmp_path, aia_url="http://127.0.0.1:9/issuer.der")
+    outcome = scan_local("localhost", s_server(send_intermediate=False, cert=cert, key=key))
+    (deployment,) = outcome.facts.certificates
+    assert deployment.chain_complete is False
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert "cap.incomplete_chain" in {c.rule_id for c in report.grade.caps}

@@ -23,7 +23,7 @@ from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from tlsaudit.domain.trustwords import trust_error_words
 from workers.net.errors import TargetError
 from workers.net.target import resolve_target
-from workers.tls.certs import is_ca_certificate, issued_by, store_name, top_of_sent_chain
+from workers.tls.certs import CUSTOM_CA_STORE, is_ca_certificate, issued_by, store_name, top_of_sent_chain
 from workers.tls.deadline import Deadline, one_connection
 
 MAX_CERT_BYTES = 64 * 1024
@@ -52,14 +52,24 @@ def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostna
 
 
 def unknown_if_root_missing(deployment, facts_deployment: CertificateDeployment) -> CertificateDeployment:
-    """An untrusted chain whose sent top is already an intermediate CA: the gap is as likely an
-    unknown root (a private CA scanned without its CA file) as a missing intermediate, so say
-    "unknown" rather than put an incomplete-chain cap beside the T."""
+    """An untrusted chain whose gap cannot be told from an unknown root: say "unknown" rather than put
+    an incomplete-chain cap (and a "serve the intermediates" fix) beside the T.
+
+    - the sent top is already an intermediate CA: the one missing above it is as likely a private root
+      (scanned without its CA file) as a missing intermediate;
+    - only the leaf was sent, it names no CA Issuers URL and the organization has set no CA of its own: a
+      private root signs its leaves directly as often as through an intermediate, and nothing says which
+      (a public CA's leaf names its issuer's URL, which complete_with_aia has already followed; with a CA
+      set, a leaf that does not reach it lacks the intermediate between them)."""
     if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
         return facts_deployment
     received = list(deployment.received_certificate_chain)
     top = top_of_sent_chain(received)
-    if top is received[0] or not is_ca_certificate(top):
+    if top is received[0]:
+        custom_ca_set = any(t.store == CUSTOM_CA_STORE for t in facts_deployment.trust)
+        if custom_ca_set or ca_issuers_url(top) is not None:
+            return facts_deployment
+    elif not is_ca_certificate(top):
         return facts_deployment
     return dataclasses.replace(facts_deployment, chain_complete=None)
 
