@@ -423,6 +423,9 @@ PROBE_SOFT_TIME_LIMIT = env_int("PROBE_SOFT_TIME_LIMIT", 240, minimum=10)
 PROBE_HARD_TIME_LIMIT = env_int("PROBE_HARD_TIME_LIMIT", 300, minimum=20)
 if PROBE_HARD_TIME_LIMIT <= PROBE_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("PROBE_HARD_TIME_LIMIT must be greater than PROBE_SOFT_TIME_LIMIT.")
+# A PDF report's Chromium (every process it starts, by proportional set size): past this it is killed and the
+# report fails saying so (#30 item 12: an image or page built to exhaust the shared jobs worker).
+REPORT_RENDER_MEMORY_MB = env_int("REPORT_RENDER_MEMORY_MB", 1536, minimum=256)
 
 
 def dns_resolver(name: str) -> tuple[str, int] | None:

@@ -1,6 +1,8 @@
 """The PDF engine (workers/reports/pdf.py): HTML in, PDF bytes out, printed by Debian's Chromium
 only once the page says its charts are drawn."""
 
+import time
+
 import pytest
 
 from tests.reports.conftest import ink_of_first_page, pdf_pages, pdf_text
@@ -35,3 +37,31 @@ def test_it_reuses_a_launched_browser(no_chromium_left):
         second = render_pdf(READY_PAGE.replace("Hello", "Again"), browser=browser)
         assert browser.browser.is_connected()
     assert "Hello PDF" in pdf_text(first) and "Again PDF" in pdf_text(second)
+
+
+HUNGRY_PAGE = """<!DOCTYPE html><html><body><p>growing</p><script>
+const kept = [];
+function grow() { for (let i = 0; i < 4; i++) { const block = new Uint8Array(32 << 20); block.fill(7); kept.push(block); }
+  if (kept.length < 400) setTimeout(grow, 0); else window.__reportReady = true; }
+grow();</script></body></html>"""
+
+
+def test_a_page_that_takes_more_memory_than_the_cap_is_stopped_and_says_so(no_chromium_left):
+    """#30 item 12: whatever a report holds (an image or a page built to exhaust the worker), its Chromium
+    is killed once its processes pass the cap, and the error says why; no process is left behind."""
+    from workers.reports.pdf import render
+
+    started = time.monotonic()
+    with pytest.raises(PdfError, match=r"printing needed more than 512 MB of memory"):
+        render(HUNGRY_PAGE, timeout_s=60, memory_mb=512)
+    assert time.monotonic() - started < 30      # stopped while growing, long before the 60 s print bound
+
+
+def test_a_normal_report_prints_well_within_the_default_memory_cap(no_chromium_left):
+    from django.conf import settings
+
+    from workers.reports.pdf import render
+
+    rendered = render(READY_PAGE, timeout_s=20, memory_mb=settings.REPORT_RENDER_MEMORY_MB)
+    assert rendered.pdf.startswith(b"%PDF-")
+    assert 20 < rendered.peak_mb < settings.REPORT_RENDER_MEMORY_MB / 2, rendered.peak_mb

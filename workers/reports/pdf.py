@@ -7,10 +7,13 @@ and images inlined): the page needs no network, so no request ever leaves the br
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
-from workers.browser.chromium import ProbeBrowser
+from workers.browser.chromium import ProbeBrowser, marked_pids
 
 READY = "window.__reportReady === true"
 MARGIN = {"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"}
@@ -26,6 +29,7 @@ class PdfError(Exception):
 class Rendered:
     pdf: bytes
     seconds: float
+    peak_mb: float = 0.0    # the browser's summed proportional set size, sampled while it printed (0: not watched)
 
 
 def render_pdf(html: str, *, base_url: str | None = None, timeout_s: float = 30, browser=None,
@@ -35,14 +39,75 @@ def render_pdf(html: str, *, base_url: str | None = None, timeout_s: float = 30,
     return render(html, base_url=base_url, timeout_s=timeout_s, browser=browser, footer=footer).pdf
 
 
-def render(html: str, *, base_url=None, timeout_s: float = 30, browser=None, footer: str = "") -> Rendered:
+def render(html: str, *, base_url=None, timeout_s: float = 30, browser=None, footer: str = "",
+           memory_mb: int | None = None) -> Rendered:
+    """`memory_mb`: the most the browser's processes may use together while printing; past it they are
+    killed and PdfError says so (a short-lived browser only: a shared one would die for another's page)."""
     started = time.monotonic()
     if browser is None:
-        with ProbeBrowser() as own:
-            pdf = print_page(own, html, base_url, timeout_s, footer)
+        with ProbeBrowser() as own, MemoryGuard(own.token, memory_mb) as guard:
+            pdf = guarded_print(guard, own, html, base_url, timeout_s, footer)
     else:
+        guard = MemoryGuard(browser.token, None)
         pdf = print_page(browser, html, base_url, timeout_s, footer)
-    return Rendered(pdf, round(time.monotonic() - started, 3))
+    return Rendered(pdf, round(time.monotonic() - started, 3), round(guard.peak_mb, 1))
+
+
+def guarded_print(guard: MemoryGuard, browser: ProbeBrowser, html: str, base_url, timeout_s: float,
+                  footer: str) -> bytes:
+    try:
+        return print_page(browser, html, base_url, timeout_s, footer)
+    except PdfError:
+        if guard.tripped:
+            raise PdfError(f"printing needed more than {guard.cap_mb} MB of memory (the report holds a page or "
+                           "image too large to print), so it was stopped") from None
+        raise
+
+
+class MemoryGuard:
+    """While a page prints, samples the summed proportional set size of the browser's processes (PSS: a
+    page shared by processes counts once in total) every `interval_s`; past `cap_mb` it kills them all,
+    so the print fails at once instead of taking the worker's memory. cap_mb None: measures only."""
+
+    def __init__(self, token: str, cap_mb: int | None, interval_s: float = 0.1):
+        self.token, self.cap_mb, self.interval_s = token, cap_mb, interval_s
+        self.peak_mb, self.tripped = 0.0, False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="pdf-memory-guard", daemon=True)
+
+    def __enter__(self) -> MemoryGuard:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            pids = marked_pids(self.token)
+            used = sum(map(pss_mb, pids))
+            self.peak_mb = max(self.peak_mb, used)
+            if self.cap_mb is not None and used > self.cap_mb:
+                self.tripped = True
+                for pid in pids:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                return
+
+
+def pss_mb(pid: int) -> float:
+    """A process's proportional set size in MB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
 
 
 def print_page(browser: ProbeBrowser, html: str, base_url, timeout_s: float, footer: str) -> bytes:

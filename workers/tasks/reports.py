@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+
 from tlsaudit.reports import services
 from tlsaudit.reports.models import Report
 from workers.celery import app
@@ -27,7 +29,8 @@ def render_report(report_id: int) -> str:
     if report is None or report.status != Report.Status.QUEUED or not services.claim(report_id):
         return "skipped"  # deleted with its site, or another delivery already rendered it
     try:
-        rendered = render(services.report_html(report), timeout_s=RENDER_TIMEOUT_S, footer=services.footer_of(report))
+        rendered = render(services.report_html(report), timeout_s=RENDER_TIMEOUT_S, footer=services.footer_of(report),
+                          memory_mb=settings.REPORT_RENDER_MEMORY_MB)
     except PdfError as exc:
         services.fail(report, f"The PDF could not be printed: {exc}")
         return "failed"
