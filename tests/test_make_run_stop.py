@@ -83,8 +83,12 @@ def test_ctrl_c_on_make_run_stops_every_process_without_an_error(tmp_path):
         output, _ = honcho.communicate(timeout=30)
         took = time.monotonic() - started
     finally:
-        if honcho.poll() is None:
-            os.killpg(honcho.pid, signal.SIGKILL)
+        if honcho.poll() is None:   # each entry has a session of its own: every marked process, not one group
+            for pid in [honcho.pid, *marked(token)]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             honcho.wait()
     # Then every process ends, and nothing calls it an error
     assert "SIGINT received" in output
