@@ -45,10 +45,6 @@ def round_ms(us: int | float) -> int:
     return int((us + 500) // 1000)
 
 
-def ab_mean(values: list[int]) -> int:
-    return sum(values) // len(values)
-
-
 def ab_sd(values: list[int], mean: int) -> float:
     """Sample standard deviation (n - 1) around ab's integer mean; 0 for a single value."""
     if len(values) < 2:
@@ -74,7 +70,7 @@ def ab_percentile(sorted_values: list[int], percent: int) -> int:
 def exact_phase_stats(ordered: SortedCounts) -> dict:
     """ab's fields of one phase from its samples in ascending order. Sum and sd go over the runs of
     equal values (a few thousand, not up to MAX_EXACT_SAMPLES samples) with the same integers as
-    ab_mean and ab_sd on every sample, so the same figures."""
+    ab's integer mean and ab_sd on every sample, so the same figures."""
     n = len(ordered)
     mean = sum(value * count for value, count in ordered.runs) // n
     squares = sum((value - mean) ** 2 * count for value, count in ordered.runs)

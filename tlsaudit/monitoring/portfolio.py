@@ -114,12 +114,6 @@ def renewal_forecast(sites: QuerySet, now: datetime) -> Forecast:
     return forecast_of(sites.aggregate(**forecast_counts(now)))
 
 
-def portfolio_rows(org, now: datetime, *, tag: str = "", grade: str = "", grade_max: str = "") -> list[Row]:
-    """Every matching site as a Row, worst first (the whole portfolio: for tests and small callers)."""
-    sites = worst_first_in_sql(matching_sites(org, tag=tag, grade=grade, grade_max=grade_max))
-    return build_rows(list(sites), org, now, with_tags=True)
-
-
 def matching_sites(org, *, tag: str = "", grade: str = "", grade_max: str = "") -> QuerySet:
     """`grade` matches exactly; `grade_max` keeps that grade or worse, as the API's parameters do."""
     sites = Site.objects.filter(organization=org)

@@ -32,11 +32,6 @@ class Organization(models.Model):
             self.slug = unique_slug(self.name)
         super().save(*args, **kwargs)
 
-    def role_of(self, user) -> str | None:
-        if not user.is_authenticated:
-            return None
-        return self.memberships.filter(user=user).values_list("role", flat=True).first()
-
 
 # Path segments under /orgs/ that an organization's slug must not take (see orgs/urls.py).
 RESERVED_SLUGS = {"new", "invitations"}

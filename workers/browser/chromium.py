@@ -22,7 +22,6 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 from tlsaudit.domain import customca
@@ -263,13 +262,3 @@ def reap(pids: list[int], wait_s: float) -> None:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-
-
-@contextmanager
-def open_browser(ca_pem: str | None = None, ip_map: dict[str, str] | None = None):
-    """`with open_browser(ca_pem, {"example.com": "93.184.215.14"}) as browser: run_probe(spec, browser=browser)`."""
-    browser = ProbeBrowser(ca_pem, ip_map)
-    try:
-        yield browser
-    finally:
-        browser.close()

@@ -53,6 +53,3 @@ def bounded(server_location, deadline: Deadline):
             _bounded.pop(id(server_location), None)
         deadline.close_sockets()
 
-
-def is_installed() -> bool:
-    return getattr(tls_connection, _HOOKED) is _open_socket
