@@ -137,3 +137,39 @@ def test_a_leaf_naming_its_issuer_url_and_sent_alone_is_still_incomplete(s_serve
     assert deployment.chain_complete is False
     report = build_report(outcome.facts, outcome.mozilla)
     assert "cap.incomplete_chain" in {c.rule_id for c in report.grade.caps}
+
+
+def test_a_leaf_whose_issuer_url_gives_a_private_root_is_complete(s_server, tmp_path):
+    """A single-tier private CA that names its root's URL in the leaves (as AD CS does): the URL gives a
+    self-signed root, so nothing was missing between the leaf and it; the T stays, with no chain cap."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from cryptography.hazmat.primitives.serialization import Encoding
+
+    root = pki.make_ca("Single-tier Private Root")
+
+    class RootFile(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = root.cert.public_bytes(Encoding.DER)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), RootFile)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cert, key = leaf_straight_from(root, tmp_path, aia_url=f"http://127.0.0.1:{server.server_port}/root.der")
+        outcome = scan_local("localhost", s_server(send_intermediate=False, cert=cert, key=key))
+    finally:
+        server.shutdown()
+        server.server_close()
+    (deployment,) = outcome.facts.certificates
+    assert deployment.trusted_by_any is False and deployment.chain_complete is True
+    report = build_report(outcome.facts, outcome.mozilla)
+    assert report.grade.grade == "T"
+    assert "cap.incomplete_chain" not in {c.rule_id for c in report.grade.caps}

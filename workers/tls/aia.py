@@ -23,7 +23,14 @@ from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from tlsaudit.domain.trustwords import trust_error_words
 from workers.net.errors import TargetError
 from workers.net.target import resolve_target
-from workers.tls.certs import CUSTOM_CA_STORE, is_ca_certificate, issued_by, store_name, top_of_sent_chain
+from workers.tls.certs import (
+    CUSTOM_CA_STORE,
+    is_ca_certificate,
+    is_self_signed,
+    issued_by,
+    store_name,
+    top_of_sent_chain,
+)
 from workers.tls.deadline import Deadline, one_connection
 
 MAX_CERT_BYTES = 64 * 1024
@@ -48,7 +55,9 @@ def complete_via_aia(deployment, facts_deployment: CertificateDeployment, hostna
     if not issued_by(top, issuer):
         return facts_deployment
     trust = revalidate(deployment, received + [issuer], hostname, url)
-    return dataclasses.replace(facts_deployment, trust=trust)
+    # The URL gave the root itself: nothing was missing (servers need not send their root), trusted or not.
+    complete = True if is_self_signed(issuer) else facts_deployment.chain_complete
+    return dataclasses.replace(facts_deployment, trust=trust, chain_complete=complete)
 
 
 def unknown_if_root_missing(deployment, facts_deployment: CertificateDeployment) -> CertificateDeployment:
@@ -57,10 +66,10 @@ def unknown_if_root_missing(deployment, facts_deployment: CertificateDeployment)
 
     - the sent top is already an intermediate CA: the one missing above it is as likely a private root
       (scanned without its CA file) as a missing intermediate;
-    - only the leaf was sent, it names no CA Issuers URL and the organization has set no CA of its own: a
-      private root signs its leaves directly as often as through an intermediate, and nothing says which
-      (a public CA's leaf names its issuer's URL, which complete_with_aia has already followed; with a CA
-      set, a leaf that does not reach it lacks the intermediate between them)."""
+    - no sent certificate signs the leaf, it names no http:// CA Issuers URL and the organization has set
+      no CA of its own: a private root signs its leaves directly as often as through an intermediate, and
+      nothing says which (a public CA's leaf names its issuer's URL, which complete_via_aia has already
+      followed; with a CA set, a leaf that does not reach it lacks the intermediate between them)."""
     if facts_deployment.trusted_by_any or facts_deployment.chain_complete is not False:
         return facts_deployment
     received = list(deployment.received_certificate_chain)
@@ -77,7 +86,7 @@ def unknown_if_root_missing(deployment, facts_deployment: CertificateDeployment)
 def ca_issuers_url(cert: x509.Certificate) -> str | None:
     try:
         aia = cert.extensions.get_extension_for_class(x509.AuthorityInformationAccess).value
-    except x509.ExtensionNotFound:
+    except (x509.ExtensionNotFound, ValueError):   # ValueError: a malformed or duplicated extension
         return None
     for access in aia:
         location = access.access_location
