@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
-from tests.support.wan import start_wan
+from tests.support.wan import start_wan, wait_gone
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.services import summary_of
 from tlsaudit.loadtests.verification import verification_for
@@ -88,16 +88,18 @@ def figures_of(run) -> list[dict]:
 
 @pytest.fixture(params=[0, 50], ids=["loopback", "50ms_rtt"])
 def lab_site_at_rtt(request, org_a, tls_lab):
-    """The verified lab site on loopback, or behind the latency lab's 50 ms delay line (pinned to the line's
-    address): the presets must finish within their bound and answer on a real link too."""
+    """(site, link): the verified lab site on loopback (link None), or behind the latency lab's 50 ms delay
+    line (pinned to the line's address): the presets must finish within their bound and answer on a real
+    link too."""
     if not request.param:
-        yield verified_site_on(org_a, tls_lab, "127.0.0.1")
+        yield verified_site_on(org_a, tls_lab, "127.0.0.1"), None
         return
     link = start_wan(request.param)
     try:
-        yield verified_site_on(org_a, tls_lab, link.host)
+        yield verified_site_on(org_a, tls_lab, link.host), link
     finally:
         link.close()
+        assert wait_gone(link), "the delay line's device outlived it"
 
 
 # Its sweeps load both cores for a minute: in the timing group, so the latency lab's tests never run beside it.
@@ -106,7 +108,7 @@ def test_every_preset_finishes_within_the_time_it_shows_and_answers(page, start_
                                                                      lab_site_at_rtt):
     # A new organization's caps, the buttons a new user sees, pressed one after another on the lab, on
     # loopback and behind 50 ms of round trip
-    verified_lab_site = lab_site_at_rtt
+    verified_lab_site, link = lab_site_at_rtt
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     log_in(page, alice)
@@ -136,3 +138,5 @@ def test_every_preset_finishes_within_the_time_it_shows_and_answers(page, start_
             assert verdicts and all(v in ANSWERS for v in verdicts), (run.kind, verdicts)
         assert "too short" not in page.content()
     assert errors == []
+    if link is not None:   # the runs went through the delay line, not around it
+        assert link.stats()["to_server"]["packets"] > 1000, link.stats()

@@ -145,8 +145,8 @@ def test_jitter_spreads_round_trips_but_keeps_packets_in_order(wan, echo_port):
     link = wan(40, jitter_ms=10, seed=7)
     echoes = [connect_and_echo_ms(link.host, echo_port)[1] for _ in range(12)]
     # Never early (the line's own rule); late only by the machine's scheduling: a loaded machine stalled the
-    # line's process for 70-120 ms once (a full run beside leaked workers), so the band holds the typical echo.
-    assert min(echoes) >= 40 - 20 - 0.5 and statistics.median(echoes) <= 40 + 20 + 5, echoes
+    # line's process for 70-120 ms on two echoes of twelve once, so ten of twelve must be within the band.
+    assert min(echoes) >= 40 - 20 - 0.5 and sorted(echoes)[9] <= 40 + 20 + 5, echoes
     assert statistics.pstdev(echoes) > 1.0  # jitter is there
     # order: a byte stream written in many small pieces arrives whole and in order
     payload = bytes(random.Random(1).randbytes(200_000))

@@ -7,6 +7,7 @@ and images inlined): the page needs no network, so no request ever leaves the br
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from workers.browser.chromium import ProbeBrowser, marked_pids
 
+log = logging.getLogger(__name__)
 READY = "window.__reportReady === true"
 MARGIN = {"top": "14mm", "bottom": "16mm", "left": "12mm", "right": "12mm"}
 FOOTER = ('<div style="font-size:8px;color:#666;width:100%;padding:0 12mm;display:flex;justify-content:space-between">'
@@ -55,9 +57,11 @@ def render(html: str, *, base_url=None, timeout_s: float = 30, browser=None, foo
 
 def guarded_print(guard: MemoryGuard, browser: ProbeBrowser, html: str, base_url, timeout_s: float,
                   footer: str) -> bytes:
+    from playwright.sync_api import Error
+
     try:
         return print_page(browser, html, base_url, timeout_s, footer)
-    except PdfError:
+    except (PdfError, Error):   # Error: closing a context whose browser the guard killed can raise too
         if guard.tripped:
             raise PdfError(f"printing needed more than {guard.cap_mb} MB of memory (the report holds a page or "
                            "image too large to print), so it was stopped") from None
@@ -85,17 +89,25 @@ class MemoryGuard:
 
     def _watch(self) -> None:
         while not self._stop.wait(self.interval_s):
-            pids = marked_pids(self.token)
-            used = sum(map(pss_mb, pids))
-            self.peak_mb = max(self.peak_mb, used)
-            if self.cap_mb is not None and used > self.cap_mb:
-                self.tripped = True
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                return
+            try:
+                if self._over_cap():
+                    return
+            except Exception:  # noqa: BLE001 — a failed sample is retried; the watch must not end silently
+                log.exception("PDF memory guard: a sample failed")
+
+    def _over_cap(self) -> bool:
+        pids = marked_pids(self.token)
+        used = sum(map(pss_mb, pids))
+        self.peak_mb = max(self.peak_mb, used)
+        if self.cap_mb is None or used <= self.cap_mb:
+            return False
+        self.tripped = True
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return True
 
 
 def pss_mb(pid: int) -> float:
