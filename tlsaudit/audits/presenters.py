@@ -50,7 +50,7 @@ def guidelines_of(mozilla: dict) -> str:
 
 
 def not_applicable_reasons(grade: dict) -> list[str]:
-    """Each reason once: the HSTS rules of an SMTP server share theirs (grades before #18 have none)."""
+    """Each reason once: the HSTS rules of an SMTP server share theirs (older stored grades have none)."""
     return list(dict.fromkeys(n["reason"] for n in grade.get("not_applicable") or []))
 
 

@@ -18,7 +18,7 @@ def render_text(facts, report, duration_s: float) -> str:
 
 
 def _service_line(facts) -> list[str]:
-    """Under the title, another service than HTTPS is named (the title reads as before #18)."""
+    """Under the title, another service than HTTPS is named (an HTTPS title names none)."""
     return [] if facts.service == HTTPS else [f" Service: {service_named(facts.service).label}"]
 
 

@@ -83,7 +83,7 @@ def distrusts(deployment: CertificateDeployment, entries: tuple[DistrustAfter, .
 
 
 def read_at_all(deployment: CertificateDeployment) -> bool:
-    """Facts of audits before #29 carry no keys: the table could not be applied."""
+    """Facts of older stored audits carry no keys: the table could not be applied."""
     return any(c.spki_sha256 for c in deployment.chain)
 
 

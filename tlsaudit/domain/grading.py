@@ -211,7 +211,7 @@ class GradeResult:
                "warnings": [GradeWarning(**w) for w in data["warnings"]],
                "trust_issues": [TrustIssue(**t) for t in data["trust_issues"]],
                "not_tested": [NotTested(**n) for n in data["not_tested"]],
-               # grades stored before #18 have no such list
+               # older stored grades have no such list
                "not_applicable": [NotTested(**n) for n in data.get("not_applicable", [])]})
 
 

@@ -252,7 +252,7 @@ class ScanFacts:
     started_at: datetime
     duration_s: float
     scanner: str = ""               # e.g. "sslyze 6.3.1"
-    service: str = "https"          # domain/services.py scheme: "smtp", "imaps"... (audits before #18: https)
+    service: str = "https"          # domain/services.py scheme: "smtp", "imaps"... (older stored audits: https)
 
     # protocol -> Check(OK = supported, BAD = not supported, NOT_TESTED)
     protocols: dict[str, Check] = field(default_factory=dict)
@@ -266,17 +266,17 @@ class ScanFacts:
     trust_use_custom_ca: bool = False                        # the org supplied its own CA file
     hsts: Hsts | None = None                                 # None = headers not tested
     hsts_check: Check = field(default_factory=lambda: Check(NOT_TESTED, reason="not run"))
-    post_quantum: PostQuantum | None = None                  # None = not probed (audits before #18)
-    client_simulation: list[ClientHandshake] | None = None   # None = not simulated (audits before #18)
+    post_quantum: PostQuantum | None = None                  # None = not probed (older stored audits)
+    client_simulation: list[ClientHandshake] | None = None   # None = not simulated (older stored audits)
     # Named checks, keys fixed (see CHECK_NAMES). OK = good outcome.
     checks: dict[str, Check] = field(default_factory=dict)
     # sslyze command -> reason, for every command that errored
     errors: dict[str, str] = field(default_factory=dict)
     # cipher tests counted as "rejected" only because the handshake timed out (sslyze pitfall)
     timed_out_suite_tests: int = 0
-    without_sni: WithoutSni | None = None     # None = not probed (audits before #28)
+    without_sni: WithoutSni | None = None     # None = not probed (older stored audits)
     client_auth: str | None = None            # one of CLIENT_AUTH, as sslyze's connectivity test saw; None = unknown
-    caa: CaaFacts | None = None               # None = not looked up (audits before #29)
+    caa: CaaFacts | None = None               # None = not looked up (older stored audits)
 
     def supports(self, protocol: str) -> bool:
         c = self.protocols.get(protocol)

@@ -23,7 +23,7 @@ class Probe(models.Model):
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="probes")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     # {"path": "/", "runs": 20, "seconds": 20, "variants": ["https", "http"]} (services.validate_params);
-    # probes from before #26 have no "seconds": they ran exactly `runs` rounds.
+    # older probes have no "seconds": they ran exactly `runs` rounds.
     params = models.JSONField(default=dict, blank=True)
     loads_done = models.PositiveIntegerField(default=0)
     loads_total = models.PositiveIntegerField(default=0)

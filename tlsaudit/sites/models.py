@@ -104,7 +104,7 @@ class Site(models.Model):
 
 
 def service_origin(service: str, host: str, port: int) -> str:
-    """`example.com` / `example.com:8443` for HTTPS, as before #18; any other service names itself and its
+    """`example.com` / `example.com:8443` for HTTPS; any other service names itself and its
     port, since smtp on 25 and on 587 are different things: `smtp://mail.example.com:25`."""
     host = f"[{host}]" if ":" in host else host
     if service == HTTPS:

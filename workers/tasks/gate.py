@@ -122,8 +122,7 @@ def target_lock(kind: str, ip: str, ports: Iterable[int], holder: str, seconds: 
 
     The release swallows RedisError, and only that, in every task: Redis gone at the end of a run must
     not turn a stored result into an error (the lock expires by itself), while any other error there is
-    a bug that should be seen. (Before issue 20 the audit task swallowed RedisError, the probe task
-    nothing and the load task everything.)"""
+    a bug that should be seen."""
     lock = TargetLock(locks.keys(kind, ip, ports), holder)
     if not locks.take(lock.keys, holder, seconds):
         yield None

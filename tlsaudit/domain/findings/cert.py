@@ -399,7 +399,7 @@ def cert_server_auth_only(ctx: Context, dep: CertificateDeployment) -> Outcome:
 def cert_caa(ctx: Context) -> Outcome | None:
     facts = ctx.facts
     if facts.caa is None or facts.caa.skipped:
-        return None   # not looked up: an audit before #29, or a name no public CA issues for
+        return None   # not looked up: an audit stored before CAA was read, or a name no public CA issues for
     if not facts.certificates:
         return untested(facts.errors.get("certificate_info", "no certificate was retrieved"))
     dep = facts.certificates[0]

@@ -219,7 +219,7 @@ def cli_json(outcome, report) -> dict:
     from tlsaudit.audits.jsonreport import audit_json  # REPORT_MODULES: imported beside the scan
 
     data = audit_json(outcome.facts, report, outcome.duration_s)
-    if outcome.facts.service != HTTPS:     # HTTPS output stays as it was before #18
+    if outcome.facts.service != HTTPS:     # HTTPS output names no service
         data.setdefault("service", outcome.facts.service)
     return data
 
