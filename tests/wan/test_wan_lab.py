@@ -84,9 +84,12 @@ def connect_and_echo_ms(host: str, port: int) -> tuple[float, float]:
 
 
 def within(measured: float, rtt: float, lag_ms: float = 0.0) -> bool:
-    """One RTT, give or take the line's own precision; `lag_ms`: the machine's scheduling lag measured meanwhile,
-    twice (each round trip waits for the delay line to wake up once in each direction)."""
-    return rtt - 0.5 <= measured <= rtt + 3 + 0.03 * rtt + 2 * lag_ms
+    """One RTT, give or take the line's own precision: it may release a packet up to MAX_LEAD_S early in each
+    direction (by design, so a wake-up that comes late on a busy machine is not late again), plus 0.3 ms of
+    measuring; `lag_ms`: the machine's scheduling lag measured meanwhile, twice (each round trip waits for the
+    delay line to wake up once in each direction)."""
+    earliest = rtt - 2 * wanline.MAX_LEAD_S * 1000 - 0.3
+    return earliest <= measured <= rtt + 3 + 0.03 * rtt + 2 * lag_ms
 
 
 @pytest.mark.parametrize("rtt", [0, 20, 50, 150])
