@@ -161,6 +161,10 @@ class Attempt:
         except OSError as exc:
             self.fail(exc)
             return False
+        # As browsers (and the load engine) do: OpenSSL writes TLS 1.3's compatibility ChangeCipherSpec and the
+        # second ClientHello after a HelloRetryRequest as two writes, and with Nagle the second waited for the
+        # server's ACK of the first: one more round trip on a real link, some of the time (tests/wan).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.fd = sock.fileno()
         code = sock.connect_ex(loop.address)
         if code not in (0, errno.EINPROGRESS):
