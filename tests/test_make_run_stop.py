@@ -6,7 +6,6 @@ stops it: SIGINT to the foreground process group. (A Celery worker whose warm sh
 5 s grace is then killed with its pool, silently: see workers/supervised.py.)"""
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from tests.support import waiting
 from tests.support.daemons import free_port
+from workers.browser.chromium import parent_pids
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -45,14 +45,9 @@ def pool_children(token: str) -> int:
         except OSError:
             return b""
 
-    def parent(pid: int) -> int:
-        try:
-            return int(re.search(r"^PPid:\s+(\d+)", Path(f"/proc/{pid}/status").read_text(), re.M).group(1))
-        except (OSError, AttributeError):
-            return 0
-
+    parents = parent_pids()
     return sum(1 for pid in marked(token) if b"load,browser,default" in cmdline(pid)
-               and cmdline(pid) == cmdline(parent(pid)))
+               and cmdline(pid) == cmdline(parents.get(pid, 0)))
 
 
 def answers(url: str) -> bool:

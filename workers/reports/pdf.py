@@ -49,10 +49,9 @@ def render(html: str, *, base_url=None, timeout_s: float = 30, browser=None, foo
     if browser is None:
         with ProbeBrowser() as own, MemoryGuard(own.token, memory_mb) as guard:
             pdf = guarded_print(guard, own, html, base_url, timeout_s, footer)
-    else:
-        guard = MemoryGuard(browser.token, None)
-        pdf = print_page(browser, html, base_url, timeout_s, footer)
-    return Rendered(pdf, round(time.monotonic() - started, 3), round(guard.peak_mb, 1))
+        return Rendered(pdf, round(time.monotonic() - started, 3), round(guard.peak_mb, 1))
+    pdf = print_page(browser, html, base_url, timeout_s, footer)
+    return Rendered(pdf, round(time.monotonic() - started, 3))
 
 
 def guarded_print(guard: MemoryGuard, browser: ProbeBrowser, html: str, base_url, timeout_s: float,
