@@ -63,6 +63,15 @@ def _real_services_only():
 
 
 @pytest.fixture(autouse=True)
+def _quiet_machine_for_verdicts(request):
+    """`@pytest.mark.quiet` tests run with nothing else running (tests/support/quiet.py)."""
+    from tests.support.quiet import held
+
+    with held(quiet=request.node.get_closest_marker("quiet") is not None):
+        yield
+
+
+@pytest.fixture(autouse=True)
 def _the_lab_outlives_each_test():
     """A test during which the session's nginx lab died fails by name (then the lab is up again)."""
     from tests.support.tls_servers import SESSION_LABS, lab_death

@@ -116,7 +116,10 @@ def test_https_faster_is_a_negative_overhead_on_the_page_chart_csv_api_and_pdf(l
     assert bars["labels"] == ["10", "average"]
     for dataset in bars["datasets"]:
         assert all(value < 0 for value in dataset["data"]), dataset
-        assert all(low < value < high < 0 for value, (low, high) in zip(dataset["data"], dataset["intervals"]))
+        # drawn to a tenth of a point: at HTTPS several times faster an interval of a few hundredths rounds
+        # onto its bar
+        assert all(low <= value <= high < 0 for value, (low, high) in zip(dataset["data"], dataset["intervals"])), \
+            dataset
     assert bars["warnings"] == [] and 'data-testid="too-short"' not in page
     table = re.search(r'data-testid="table-overhead-new">(.*?)</table>', page, re.S).group(1)
     assert table.count("HTTPS faster") == 4 and "<td>-" in table and "<td>+" not in table

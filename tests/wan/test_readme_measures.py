@@ -15,6 +15,7 @@ def test_the_readme_shows_a_time_sized_line_for_each_measuring_command():
     assert sorted(names) == ["handshakes", "loadtest", "overhead", "probe"], names
 
 
+@pytest.mark.quiet
 @pytest.mark.parametrize("rtt_ms", [0, 50])
 def test_each_readme_measuring_command_answers_within_the_time_it_states(rtt_ms, tls_lab, tmp_path):
     """Given the README's lines and a server `rtt_ms` away, when each runs with its defaults, then it
