@@ -29,7 +29,7 @@ MODES = ("cold", "warm")
 # 150 ms RTT: Chromium's start, the RTT connects and the warm-up loads.
 MIN_ROUNDS = compare.MIN_PAIRS
 SETUP_S = 10
-STATS_VERSION = 2   # 2: one definition, compare.median_change (1: Hodges-Lehmann beside a ratio of medians)
+STATS_VERSION = 3   # 3: Harrell-Davis jackknife; 2: one definition, compare.median_change (1: Hodges-Lehmann)
 
 
 def quantile(sorted_values: list[float], q: float) -> float:

@@ -34,7 +34,7 @@ DEFAULT_REPEATS = 3          # per cell: the fewest that give a 95 % interval (s
 # 20 handshakes per agent: a TLS 1.3 cell over a 50 ms round trip lasts ~1.1 s.
 DEFAULT_PER_AGENT = 20
 MAX_REPEATS = 10
-SUMMARY_VERSION = 3          # 3: overheads compare every request's time (domain/compare.py)
+SUMMARY_VERSION = 4          # 4: intervals from Harrell-Davis jackknives; 3: every request's time compared
 CANCEL_POLL_S = 0.5
 
 
