@@ -201,8 +201,10 @@ class BulkImportForm(forms.Form):
                   "are ignored.")
     csv_file = forms.FileField(
         required=False, label="…or upload a CSV",
-        help_text="Columns: hostname, https_port, http_port, pinned_ip, name, tags, service (header row "
-                  "optional; the service, e.g. smtp, may also come as smtp://host in the hostname column).")
+        help_text="Columns hostname, https_port, http_port, pinned_ip, name, tags, service, read by their names "
+                  "in a header row in any order (other columns are ignored, so the API's sites.csv imports as "
+                  "it is), or in that order without one; separated by commas, semicolons or tabs. The service, "
+                  "e.g. smtp, may also come as smtp://host in the hostname column.")
     tags_text = forms.CharField(label="Tags for every imported site", required=False, max_length=400)
 
     def clean_csv_file(self):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from tlsaudit.domain.netguard import parse_ip_literal
+from tlsaudit.domain.spreadsheet import looks_like_formula
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
 
 # `service` last, so files written before it (#18) read as before; the hostname column may also carry
@@ -46,21 +47,65 @@ def fields_of_line(line: str) -> dict:
 
 
 def rows_from_csv(text: str) -> list[tuple[int, str, dict]]:
-    reader = csv.reader(io.StringIO(text))
-    rows = []
+    """A CSV file's sites. With a header row, columns are read by name in any order (the API's own
+    `sites.csv` included, its other columns ignored); without one, by position (CSV_COLUMNS). The
+    delimiter (`,`, `;` as spreadsheets write in much of Europe, or tab) is the one that splits the first
+    line into the most cells."""
+    lines = text.splitlines()
+    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
+    delimiter = max(DELIMITERS, key=lambda d: len(next(csv.reader([first], delimiter=d), [])))
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    rows, columns = [], None
     for number, cells in enumerate(reader, start=1):
-        cells = [c.strip() for c in cells]
+        cells = [unescaped(c.strip()) for c in cells]
         if not any(cells) or cells[0].startswith("#"):
             continue
-        if number == 1 and cells[0].lower() in ("hostname", "host", "address"):
-            continue  # header row
-        values = dict(zip(CSV_COLUMNS, cells + [""] * len(CSV_COLUMNS)))
-        rows.append((number, ",".join(cells), {
-            "address": values["hostname"], "https_port": values["https_port"], "http_port": values["http_port"],
-            "pinned_ip": values["pinned_ip"], "name": values["name"], "tags_text": values["tags"].replace(";", ","),
-            "service": values["service"].lower(),
-        }))
+        if columns is None and not rows and header_columns(cells):
+            columns = header_columns(cells)
+            if "hostname" not in columns.values():
+                return [(number, delimiter.join(cells), {"address": "", ERROR: no_hostname_column(cells)})]
+            continue
+        values = ({columns[i]: c for i, c in enumerate(cells) if i in columns} if columns
+                  else dict(zip(CSV_COLUMNS, cells)))
+        rows.append((number, delimiter.join(cells), form_data(values)))
     return rows
+
+
+DELIMITERS = (",", ";", "\t")   # a tie (one column) reads as a comma
+# Header names a column may go by (lower case), beside CSV_COLUMNS' own.
+HEADER_ALIASES = {"host": "hostname", "address": "hostname", "port": "https_port", "ip": "pinned_ip"}
+
+
+def header_columns(cells: list[str]) -> dict[int, str]:
+    """{cell index: column} when `cells` is a header row (any cell names a column), else {}."""
+    known = {name: name for name in CSV_COLUMNS} | HEADER_ALIASES
+    columns = {}
+    for index, cell in enumerate(cells):
+        column = known.get(cell.strip().lower().replace(" ", "_"))
+        if column and column not in columns.values():
+            columns[index] = column
+    return columns
+
+
+def no_hostname_column(cells: list[str]) -> str:
+    return (f"The header row names no hostname column (it has {', '.join(repr(c) for c in cells)}): name the "
+            f"column of host names \"hostname\" (the others: {', '.join(CSV_COLUMNS[1:])}, in any order).")
+
+
+def form_data(values: dict) -> dict:
+    get = lambda column: values.get(column, "")  # noqa: E731
+    return {"address": get("hostname"), "https_port": get("https_port"), "http_port": get("http_port"),
+            "pinned_ip": get("pinned_ip"), "name": get("name"), "tags_text": get("tags").replace(";", ","),
+            "service": get("service").lower()}
+
+
+def unescaped(cell: str) -> str:
+    """A cell as it was before our own CSV writer guarded it (tlsaudit/domain/spreadsheet.cell_text), so
+    an exported file imports as it was: the leading apostrophe before a formula character goes, and
+    `\\|` is `|` again."""
+    if cell.startswith("'") and looks_like_formula(cell[1:]):
+        return cell[1:].replace("\\|", "|")
+    return cell
 
 
 def import_sites(org, user, rows, extra_tags=()) -> list[ImportRow]:

@@ -157,7 +157,7 @@ def since_previous(site):
 def site_import(request, org):
     org = org_for(request, org, "manage_sites")
     form = BulkImportForm(request.POST or None, request.FILES or None)
-    results = None
+    results, kept, from_file = None, "", 0
     if request.method == "POST" and form.is_valid():
         pasted = rows_from_lines(form.cleaned_data.get("lines") or "")
         rows = list(pasted)
@@ -165,12 +165,14 @@ def site_import(request, org):
             rows += rows_from_csv(form.cleaned_data["csv_file"])
         results = import_sites(org, request.user, rows, form.cleaned_data["tags_text"])
         # Nothing typed is lost: the rejected lines come back in the box (added ones are saved).
-        form = BulkImportForm(initial={"lines": rejected_lines(results, pasted) if pasted else "",
-                                       "tags_text": request.POST.get("tags_text", "")})
+        kept = rejected_lines(results, pasted) if pasted else ""
+        from_file = sum(not r.added for r in results[len(pasted):]) if len(results) == len(rows) else 0
+        form = BulkImportForm(initial={"lines": kept, "tags_text": request.POST.get("tags_text", "")})
     added = sum(r.added for r in results or [])
+    rejected = len(results or []) - added
     return render(request, "sites/import.html", {
-        "org": org, "form": form, "results": results, "added": added,
-        "rejected": len(results or []) - added,
+        "org": org, "form": form, "results": results, "added": added, "rejected": rejected,
+        "kept_lines": bool(kept), "rejected_from_file": from_file,
     }, status=400 if form.errors else 200)
 
 
