@@ -7,9 +7,10 @@ from tlsaudit.domain.roles import ADMIN, MEMBER, OWNER, VIEWER
 
 # role -> the actions it may perform; every other action is refused.
 ALLOWED = {
-    OWNER: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org", "view_audit_log"},
-    ADMIN: {"view", "manage_sites", "run_audits", "manage_members", "manage_org"},
-    MEMBER: {"view", "manage_sites", "run_audits"},
+    OWNER: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org", "view_audit_log",
+            "see_alert_targets"},
+    ADMIN: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "see_alert_targets"},
+    MEMBER: {"view", "manage_sites", "run_audits", "see_alert_targets"},
     VIEWER: {"view"},
 }
 ACTIONS = sorted(roles.PERMISSIONS)
@@ -25,7 +26,7 @@ ASSIGNABLE = {
 
 def test_it_knows_exactly_the_actions_this_table_covers():
     assert set(ACTIONS) == {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org",
-                            "view_audit_log"}
+                            "view_audit_log", "see_alert_targets"}
     assert set(roles.ROLES) == set(ALLOWED) == {value for value, _label in roles.ROLE_CHOICES}
 
 

@@ -344,6 +344,12 @@ AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=
 AUDIT_HELD_GRACE_SECONDS = env_int("AUDIT_HELD_GRACE_SECONDS", 10, minimum=1)
 AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
+# Seconds between a webhook's failed attempt (5xx, timeout, refused) and the next: 12 retries over ~21 h,
+# so a receiver down for a deploy, a night or a day still gets every event (#37). A sweep on the beat
+# (every WEBHOOK_RETRY_SWEEP_SECONDS) sends the due ones, so a worker restart loses none.
+WEBHOOK_RETRY_DELAYS_S = [float(d) for d in env_list(
+    "WEBHOOK_RETRY_DELAYS_S", "10,30,60,120,300,600,1200,2400,4800,9600,19200,38400")]
+WEBHOOK_RETRY_SWEEP_SECONDS = env_int("WEBHOOK_RETRY_SWEEP_SECONDS", 15, minimum=1)
 # Per socket operation; with one retry a silent target fails in about 25 s.
 SCAN_NETWORK_TIMEOUT = env_int("SCAN_NETWORK_TIMEOUT", 3, minimum=1)
 # How long one of the audit's connections may live, from its connect: a handshake slower than this is

@@ -62,6 +62,8 @@ app.conf.update(
         "worker-heartbeat": {"task": "workers.tasks.ping.heartbeat", "schedule": 15.0},
         "reap-abandoned-audits": {"task": "workers.tasks.housekeeping.reap_abandoned_audits",
                                   "schedule": float(settings.REAPER_INTERVAL_SECONDS)},
+        "send-webhook-retries": {"task": "workers.tasks.alerts.send_webhook_retries",
+                                 "schedule": float(settings.WEBHOOK_RETRY_SWEEP_SECONDS)},
     },
 )
 

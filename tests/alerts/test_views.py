@@ -145,7 +145,7 @@ def test_bob_the_viewer_reads_but_cannot_change_anything(login, bob, org_a):
     hook = Webhook.objects.create(organization=org_a, url="https://hooks.example.com/x")
     client = login(bob)
     body = client.get(page(org_a)).content.decode()
-    assert "ops@agency-a.test" in body and "Only owners and admins" in body and "Send test" not in body
+    assert "Recipients: 1 " in body and "Only owners and admins" in body and "Send test" not in body
     assert hook.secret not in body
     assert save_settings(client, org_a, "evil@example.com").status_code == 403
     assert add_webhook(client, org_a, "https://hooks.example.com/y").status_code == 403
@@ -168,3 +168,19 @@ def test_charlie_gets_404_for_agency_a_alerts(login, charlie, org_a, org_b):
 
 def test_the_org_settings_page_links_to_alerts(login, alice, org_a):
     assert f'href="{page(org_a)}"' in login(alice).get(reverse("orgs:settings", args=[org_a.slug])).content.decode()
+
+
+def test_a_viewer_sees_where_alerts_go_but_not_the_webhook_paths_or_the_addresses(login, alice, bob, org_a):
+    """A Slack or Teams webhook URL is itself the credential, and the agency's client (a viewer) has no use
+    for its staff's addresses (#37 item 5)."""
+    AlertSettings.objects.update_or_create(organization=org_a, defaults={"recipients": ["ops@agency-a.test"]})
+    hook = Webhook.objects.create(organization=org_a, url="https://127.0.0.1:8443/services/T0/B0/s3cret-token")
+    WebhookDelivery.objects.create(webhook=hook, status=WebhookDelivery.Status.OK, response_code=200)
+
+    viewer_page = login(bob).get(page(org_a)).content.decode()
+    assert "s3cret-token" not in viewer_page and "ops@agency-a.test" not in viewer_page
+    assert viewer_page.count("https://127.0.0.1:8443/…") == 2       # the webhook and its delivery
+    assert "Recipients: 1 (their addresses are shown to the organization's members)" in viewer_page
+
+    owner_page = login(alice).get(page(org_a)).content.decode()
+    assert owner_page.count("s3cret-token") == 2 and "ops@agency-a.test" in owner_page

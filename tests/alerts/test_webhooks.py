@@ -31,10 +31,25 @@ def attempts(hook):
     return list(hook.deliveries.order_by("attempt").values_list("attempt", "status", "response_code"))
 
 
+def delivered_with_sweeps(hook) -> bool:
+    """The beat's sweep, as it runs every WEBHOOK_RETRY_SWEEP_SECONDS, then whether the hook got it."""
+    services.send_due_retries()
+    return hook.deliveries.filter(status="ok").exists()
+
+
+def run_every_attempt(first_id: int) -> None:
+    """Attempt 1 and each retry the sweep finds due, in this process (the schedule shortened to 0 s)."""
+    deliver_webhook.apply(args=[first_id])
+    while due := services.claim_due_retries():
+        for delivery_id, attempt in due:
+            deliver_webhook.apply(args=[delivery_id, attempt])
+
+
 @pytest.mark.django_db(transaction=True)
-def test_a_500_is_retried_by_the_worker_until_delivered(site_a, webhook_receiver, start_worker_on):
-    """Given a receiver that answers 500 twice, when an event fires, the worker retries with
-    backoff: three attempts, each a row, the last one delivered; every body is signed."""
+def test_a_500_is_retried_by_the_worker_until_delivered(site_a, webhook_receiver, start_worker_on, settings):
+    """Given a receiver that answers 500 twice, when an event fires, the worker retries on the schedule
+    the beat's sweep keeps: three attempts, each a row, the last one delivered; every body is signed."""
+    settings.WEBHOOK_RETRY_DELAYS_S = [0.3] * 12
     url = webhook_receiver.url.replace("127.0.0.1", "localhost")  # a name: resolved once, then pinned
     hook = Webhook.objects.create(organization=site_a.organization, url=url, secret=SECRET)
     webhook_receiver.statuses = [500, 500]
@@ -42,7 +57,7 @@ def test_a_500_is_retried_by_the_worker_until_delivered(site_a, webhook_receiver
 
     [event] = services.record(site_a, [grade_drop(site_a)])
 
-    assert wait_for(lambda: hook.deliveries.filter(status="ok").exists())
+    assert wait_for(lambda: delivered_with_sweeps(hook))
     assert attempts(hook) == [(1, "failed", 500), (2, "failed", 500), (3, "ok", 200)]
     for headers, body in webhook_receiver.requests:
         assert hmac.compare_digest(headers["X-TLSAudit-Signature"], expected_signature(body))
@@ -57,18 +72,35 @@ def test_a_500_is_retried_by_the_worker_until_delivered(site_a, webhook_receiver
 
 
 @pytest.mark.django_db
-def test_after_five_failed_attempts_the_failure_is_recorded(site_a, webhook_receiver):
+def test_once_the_schedule_is_spent_the_failure_is_final(site_a, webhook_receiver, settings):
+    settings.WEBHOOK_RETRY_DELAYS_S = [0, 0, 0, 0]
     hook = Webhook.objects.create(organization=site_a.organization, url=webhook_receiver.url, secret=SECRET)
     webhook_receiver.statuses = [502] * 10
     [event] = services.record(site_a, [grade_drop(site_a)])
-    first = hook.deliveries.get()
 
-    deliver_webhook.apply(args=[first.pk])  # eager: Celery runs the retries at once, ignoring the backoff
+    run_every_attempt(hook.deliveries.get().pk)
 
     assert attempts(hook) == [(n, "failed", 502) for n in range(1, 6)]
     assert len(webhook_receiver.requests) == 5
     assert hook.deliveries.get(attempt=5).error == "HTTP 502 Bad Gateway"
     assert event.deliveries.count() == 5
+    assert not hook.deliveries.filter(next_attempt_at__isnull=False).exists()
+
+
+@pytest.mark.django_db
+def test_the_shipped_schedule_outlasts_a_ten_minute_outage_and_a_night():
+    from django.conf import settings
+
+    import tlsaudit.settings as shipped
+    from workers.celery import app
+
+    due = [sum(shipped.WEBHOOK_RETRY_DELAYS_S[:n]) for n in range(1, len(shipped.WEBHOOK_RETRY_DELAYS_S) + 1)]
+    assert len(due) == 12 and due[0] == 10
+    assert any(600 < at <= 1200 for at in due)        # down 10 minutes: delivered within 20 of the event
+    assert due[-1] > 20 * 3600                          # down for a night: still tried the next day
+    sweep = app.conf.beat_schedule["send-webhook-retries"]
+    assert sweep["task"] == "workers.tasks.alerts.send_webhook_retries"
+    assert sweep["schedule"] == settings.WEBHOOK_RETRY_SWEEP_SECONDS == 15
 
 
 @pytest.mark.django_db
@@ -106,9 +138,10 @@ def test_a_url_that_became_private_is_refused_at_delivery_without_retries(site_a
 def test_no_answer_is_recorded_as_a_connection_error(site_a, settings):
     from tests.alerts.conftest import free_port
 
+    settings.WEBHOOK_RETRY_DELAYS_S = [0, 0, 0, 0]
     hook = Webhook.objects.create(organization=site_a.organization, url=f"http://127.0.0.1:{free_port()}/", secret=SECRET)
     services.record(site_a, [grade_drop(site_a)])
-    deliver_webhook.apply(args=[hook.deliveries.get().pk])
+    run_every_attempt(hook.deliveries.get().pk)
     rows = hook.deliveries.all()
     assert len(rows) == 5 and {r.status for r in rows} == {"failed"}
     assert "ConnectionRefusedError" in rows[0].error
@@ -135,3 +168,93 @@ def test_an_evaluated_audit_queues_one_delivery_per_event(site_a, webhook_receiv
         services.evaluate(worse.pk, now=NOW)
         services.evaluate(worse.pk, now=NOW)
     assert AlertEvent.objects.count() == WebhookDelivery.objects.count() == len(callbacks) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receiver_that_was_down_gets_every_event_once_per_url_after(site_a, start_worker_on, settings):
+    """Two webhooks to a receiver that refuses connections while it is down (here until every delivery
+    has failed twice, on a schedule shortened from minutes to seconds); three events meanwhile. When it is
+    back, every event arrives once per URL, verifiable with its webhook's secret, as the beat's sweep
+    keeps sending the due retries."""
+    from tests.alerts.conftest import free_port
+
+    settings.WEBHOOK_RETRY_DELAYS_S = [0.5, 1, 2, 4, 8]
+    port = free_port()
+    hooks = [Webhook.objects.create(organization=site_a.organization, url=f"http://127.0.0.1:{port}/{path}",
+                                    secret=f"{SECRET}-{path}") for path in ("ops", "client")]
+    start_worker_on(["default"])
+    events = services.record(site_a, [Event("grade_dropped", f"k{n}", f"Grade dropped {n}", {"n": n})
+                                      for n in range(3)])
+    assert wait_for(lambda: services.send_due_retries() >= 0 and
+                    WebhookDelivery.objects.filter(attempt__gte=2, status="failed").count() >= 6, seconds=20)
+
+    received = []
+    with receiving(port, received):
+        assert wait_for(lambda: all(delivered_with_sweeps(hook) and hook.deliveries.filter(status="ok").count() == 3
+                                    for hook in hooks), seconds=30)
+        services.send_due_retries()
+
+    by_path = {}
+    for path, headers, body in received:
+        secret = f"{SECRET}-{path.strip('/')}"
+        assert hmac.compare_digest(headers["X-TLSAudit-Signature"], expected_signature(body, secret))
+        by_path.setdefault(path, []).append(json.loads(body)["id"])
+    expected = sorted(f"event-{event.pk}" for event in events)
+    assert {path: sorted(ids) for path, ids in by_path.items()} == {"/ops": expected, "/client": expected}
+    assert not WebhookDelivery.objects.filter(next_attempt_at__isnull=False).exists()
+
+
+@pytest.mark.django_db
+def test_a_spent_delivery_is_redelivered_from_the_log(login, alice, bob, site_a, webhook_receiver, settings,
+                                                      django_capture_on_commit_callbacks):
+    from django.urls import reverse
+
+    settings.WEBHOOK_RETRY_DELAYS_S = [0]
+    hook = Webhook.objects.create(organization=site_a.organization, url=webhook_receiver.url, secret=SECRET)
+    webhook_receiver.statuses = [503, 503]
+    services.record(site_a, [grade_drop(site_a)])
+    run_every_attempt(hook.deliveries.get().pk)
+    assert attempts(hook) == [(1, "failed", 503), (2, "failed", 503)]
+    org = site_a.organization
+    log = login(alice).get(reverse("alerts:settings", args=[org.slug])).content.decode()
+    assert log.count(">Redeliver</button>") == 1          # on the last attempt only
+    last = hook.deliveries.get(attempt=2)
+    assert login(bob).post(reverse("alerts:redeliver", args=[org.slug, last.pk])).status_code == 403
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = login(alice).post(reverse("alerts:redeliver", args=[org.slug, last.pk]))
+    assert response.status_code == 302 and len(callbacks) == 1
+    deliver_webhook.apply(args=[hook.deliveries.get(attempt=1).pk, 3])
+
+    assert attempts(hook) == [(1, "failed", 503), (2, "failed", 503), (3, "ok", 200)]
+    assert [json.loads(body)["attempt"] for _, body in webhook_receiver.requests] == [1, 2, 3]
+
+
+class receiving:
+    """An HTTP receiver on `port` for the block, recording (path, headers, body) and answering 200."""
+
+    def __init__(self, port: int, received: list):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.path, dict(self.headers), body))
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+    def __enter__(self):
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()

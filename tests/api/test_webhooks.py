@@ -4,16 +4,18 @@ a test delivery POSTed by a real worker to a real local receiver, and deliveries
 import csv
 import hashlib
 import hmac
+import html
 import io
 
 import pytest
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from tests.alerts.conftest import webhook_receiver  # noqa: F401
 from tests.api.conftest import error_of
 from tests.api.factories import queries_of
 from tests.support.waiting import eventually as wait_for
-from tlsaudit.alerts.forms import MAX_WEBHOOKS
+from tlsaudit.alerts.forms import MAX_WEBHOOKS, WebhookForm
 from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.core.models import AuditLogEntry
 
@@ -100,6 +102,40 @@ def test_an_organization_has_at_most_ten_webhooks(api, org_a):
     # Editing one of the ten is still fine.
     hook = Webhook.objects.first()
     assert api.patch(detail(hook), {"url": "https://127.0.0.1:9443/new"}, format="json").status_code == 200
+
+
+def test_the_same_receiver_twice_is_refused_on_the_api_and_the_dashboard(api, org_a, org_b, login, alice):
+    """Two webhooks to one URL send each event twice under two secrets with one event id (#37 item 8)."""
+    make_hook(org_a)
+    for again in (HOOK_URL, "HTTPS://127.0.0.1:8443/hooks/tlsaudit", "https://127.0.0.1:8443/hooks/tlsaudit "):
+        response = api.post(WEBHOOKS, {"url": again}, format="json")
+        assert response.status_code == 409, (again, response.content)
+        error = error_of(response)
+        assert error["code"] == "duplicate_webhook" and "already sends to this URL" in error["message"], error
+    page = login(alice).post(reverse("alerts:add_webhook", args=[org_a.slug]), {"url": HOOK_URL})
+    assert page.status_code == 400 and "already sends to this URL" in html.unescape(page.content.decode())
+    assert Webhook.objects.filter(organization=org_a).count() == 1
+
+    # Another path is another receiver; another organization may use the same one
+    other = api.post(WEBHOOKS, {"url": f"{HOOK_URL}/eu"}, format="json")
+    assert other.status_code == 201, other.content
+    assert WebhookForm({"url": HOOK_URL}, org=org_b).is_valid()
+    # Moving one onto the other's URL is the same duplicate; keeping its own URL is not
+    moved = f"/api/v1/webhooks/{other.json()['id']}/"
+    assert api.patch(moved, {"url": HOOK_URL}, format="json").status_code == 409
+    assert api.patch(moved, {"url": f"{HOOK_URL}/eu"}, format="json").status_code == 200
+
+
+def test_a_read_only_key_sees_each_webhooks_origin_and_not_its_path(api, api_ro, org_a):
+    """A Slack or Teams webhook URL is itself the credential: a read-only key (as a viewer) reads
+    `https://host/…`, in JSON and in the CSV export; a read-write key reads it whole (#37 item 5)."""
+    hook = make_hook(org_a, "https://127.0.0.1:8443/services/T0/B0/s3cret-token")
+    listed = api_ro.get(WEBHOOKS).json()["results"][0]
+    assert listed["url"] == "https://127.0.0.1:8443/…" and listed["secret_hint"] == hook.secret_hint
+    assert api_ro.get(detail(hook)).json()["url"] == "https://127.0.0.1:8443/…"
+    exported = b"".join(api_ro.get(WEBHOOKS, {"format": "csv"}).streaming_content).decode()
+    assert "s3cret-token" not in exported and "https://127.0.0.1:8443/…" in exported
+    assert api.get(detail(hook)).json()["url"] == hook.url
 
 
 def test_the_list_exports_as_csv_and_keeps_only_the_named_fields(api, org_a, org_b):

@@ -62,6 +62,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "probes:csv": {**site, "probe_id": o["probe"].pk, "table": "loads"},
         "alerts:settings": {}, "alerts:add_webhook": {},
         "alerts:delete_webhook": {"pk": o["webhook"].pk}, "alerts:test_webhook": {"pk": o["webhook"].pk},
+        "alerts:redeliver": {"pk": o["delivery"].pk},
         "reports:request_portfolio": {}, "reports:request_site": site, "reports:branding": {},
         "reports:detail": {"report_id": o["report"].pk}, "reports:download": {"report_id": o["report"].pk},
         "audit_log": {},
@@ -102,7 +103,7 @@ def org_scoped():
 @pytest.fixture
 def agency_a(org_a, bob, site_a, alice):
     """One object of every kind in Agency A."""
-    from tlsaudit.alerts.models import Webhook
+    from tlsaudit.alerts.models import Webhook, WebhookDelivery
     from tlsaudit.audits.models import Audit
     from tlsaudit.loadtests.models import PerfRun
     from tlsaudit.orgs.models import Invitation, Membership
@@ -115,12 +116,14 @@ def agency_a(org_a, bob, site_a, alice):
                                  error_message="Connection refused.", finished_at=now)
     Audit.objects.create(site=site_a, organization=org_a, status="failed", error_code="refused",
                          error_message="Connection refused.", finished_at=now - timedelta(days=1))
+    webhook = Webhook.objects.create(organization=org_a, url="https://hooks.example.com/a", secret="s" * 32)
     return {
         "site": site_a, "audit": audit,
         "run": PerfRun.objects.create(site=site_a, organization=org_a, kind="load", status="done"),
         "probe": Probe.objects.create(site=site_a, organization=org_a, status="done"),
         "report": Report.objects.create(organization=org_a, site=site_a, kind="site", status="done"),
-        "webhook": Webhook.objects.create(organization=org_a, url="https://hooks.example.com/a", secret="s" * 32),
+        "webhook": webhook,
+        "delivery": WebhookDelivery.objects.create(webhook=webhook, status=WebhookDelivery.Status.FAILED),
         "invitation": Invitation.objects.create(organization=org_a, email="new@agency-a.test", invited_by=alice),
         # The owner's membership: a viewer may leave (remove themselves) but not touch others.
         "membership": Membership.objects.get(organization=org_a, user=alice),

@@ -9,7 +9,7 @@ import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests.security.htmlcheck import directives, inline_code
-from tlsaudit.alerts.models import Webhook
+from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.alerts.services import unsubscribe_token
 from tlsaudit.audits.models import Audit
 from tlsaudit.loadtests.models import PerfRun
@@ -49,10 +49,11 @@ def world(alice, bob, org_a, site_a, done_audit):
                                  work_done=40, params={"scheme": "https", "requests": 100, "concurrency": 2})
     report = Report.objects.create(organization=org_a, site=site_a, kind="site", status="queued")
     hook = Webhook.objects.create(organization=org_a, url="https://hooks.example.com/tlsaudit")
+    delivery = WebhookDelivery.objects.create(webhook=hook, status=WebhookDelivery.Status.FAILED)
     invitation = Invitation.objects.create(organization=org_a, email="eve@agency-a.test", invited_by=alice)
     membership = org_a.memberships.get(user=bob)
     return {"org": org_a, "site": site_a, "audit": audit, "failed": failed, "probe": probe, "run": run,
-            "report": report, "hook": hook, "invitation": invitation, "membership": membership}
+            "report": report, "hook": hook, "delivery": delivery, "invitation": invitation, "membership": membership}
 
 
 def site_kwargs(w, **extra):
@@ -92,6 +93,7 @@ ROUTES = {
     "alerts:settings": org_kwargs, "alerts:add_webhook": org_kwargs,
     "alerts:delete_webhook": lambda w: org_kwargs(w, pk=w["hook"].pk),
     "alerts:test_webhook": lambda w: org_kwargs(w, pk=w["hook"].pk),
+    "alerts:redeliver": lambda w: org_kwargs(w, pk=w["delivery"].pk),
     "alerts:unsubscribe": lambda w: org_kwargs(w, token=unsubscribe_token("ops@agency-a.test", w["org"].pk)),
     "reports:request_portfolio": org_kwargs, "reports:request_site": site_kwargs, "reports:branding": org_kwargs,
     "reports:detail": lambda w: org_kwargs(w, report_id=w["report"].pk),

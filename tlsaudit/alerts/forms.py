@@ -65,4 +65,11 @@ class WebhookForm(forms.ModelForm):
             webhooks.check_url(url)
         except webhooks.UnsafeURL as exc:
             raise ValidationError(str(exc)) from None
+        others = Webhook.objects.filter(organization=self.org).exclude(pk=self.instance.pk)
+        if any(webhooks.same_receiver(url, other.url) for other in others):
+            # Each copy would carry the same event id under its own secret: a receiver that checks one
+            # secret rejects every other copy.
+            raise ValidationError("This organization already sends to this URL: each event would arrive twice, "
+                                  "signed with two secrets. Use the existing webhook, or delete it first.",
+                                  code="duplicate")
         return url

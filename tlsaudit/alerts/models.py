@@ -2,6 +2,7 @@
 occurrence), and where it is pushed (Webhook) with every delivery attempt logged."""
 
 import secrets
+from urllib.parse import urlsplit
 
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -89,6 +90,18 @@ class Webhook(models.Model):
     def secret_hint(self) -> str:
         return f"{SECRET_PREFIX}…{self.secret[-4:]}"
 
+    @property
+    def origin(self) -> str:
+        """Scheme, host and port only: webhook paths often embed a token (Slack, Teams), so logs and
+        viewers get this."""
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+    @property
+    def origin_only(self) -> str:
+        """The URL as shown to those who may not see it whole."""
+        return f"{self.origin}/…"
+
 
 class WebhookDelivery(models.Model):
     """One POST attempt. Attempt 1 is created pending when queued; retries add rows."""
@@ -109,6 +122,9 @@ class WebhookDelivery(models.Model):
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # On a failed attempt with retries left: when the beat's sweep sends the next one (then a lease while
+    # that one is in the queue, so a lost message is sent again); cleared once the next attempt runs.
+    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-attempt"]

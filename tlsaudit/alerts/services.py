@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import logging
 import time
+from datetime import timedelta
 
 from django.conf import settings
 from django.core import mail, signing
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -240,25 +242,80 @@ def fail_unsent(delivery: WebhookDelivery) -> QueueUnavailable:
 
 
 def attempt_row(delivery_id: int, attempt: int) -> WebhookDelivery | None:
-    """The row for this attempt: the first one, or a retry row created once."""
+    """The row for this attempt: the first one, or a retry row created once. The attempt before it is
+    no longer due."""
     first = WebhookDelivery.objects.select_related("webhook", "event__site", "event__organization").filter(
         pk=delivery_id).first()
     if first is None or attempt == 1:
         return first
     row, _ = WebhookDelivery.objects.get_or_create(first=first, attempt=attempt,
                                                    defaults={"webhook": first.webhook, "event": first.event})
+    chain(first).filter(attempt=attempt - 1).update(next_attempt_at=None)
     return row
 
 
+def chain(first: WebhookDelivery):
+    """Every attempt of one delivery."""
+    return WebhookDelivery.objects.filter(Q(pk=first.pk) | Q(first=first))
+
+
 def deliver(row: WebhookDelivery) -> webhooks.Response:
-    """POST the event once and record the outcome on the attempt's row."""
+    """POST the event once and record the outcome on the attempt's row; a retryable failure gets the
+    time of its next attempt."""
     timestamp = int(time.time())
     body = json.dumps(webhook_body(row, timestamp), separators=(",", ":"), sort_keys=True).encode()
     response = webhooks.post(row.webhook.url, body, row.webhook.secret, timestamp)
     row.status = WebhookDelivery.Status.OK if response.ok else WebhookDelivery.Status.FAILED
     row.response_code, row.error, row.duration_ms = response.status, response.error[:2000], response.duration_ms
-    row.save(update_fields=["status", "response_code", "error", "duration_ms"])
+    row.next_attempt_at = retry_at(row.attempt) if response.retryable and not response.ok else None
+    row.save(update_fields=["status", "response_code", "error", "duration_ms", "next_attempt_at"])
     return response
+
+
+def retry_at(attempt: int, now=None):
+    """When the attempt after failed attempt `attempt` is due; None once the schedule is spent."""
+    delays = settings.WEBHOOK_RETRY_DELAYS_S
+    if attempt > len(delays):
+        return None
+    return (now or timezone.now()) + timedelta(seconds=delays[attempt - 1])
+
+
+# A retry handed to the queue is due again this long after, should its message be lost (a Redis restart).
+RETRY_LEASE = timedelta(minutes=5)
+
+
+def claim_due_retries(now=None, limit: int = 500) -> list[tuple[int, int]]:
+    """(delivery id, attempt) of each retry now due, claimed for the caller by moving its time a lease
+    ahead (one conditional UPDATE each, so two sweeps never send the same one); a webhook switched off
+    since gets no more attempts."""
+    now = now or timezone.now()
+    WebhookDelivery.objects.filter(next_attempt_at__lte=now, webhook__active=False).update(next_attempt_at=None)
+    claimed = []
+    for row in WebhookDelivery.objects.filter(next_attempt_at__lte=now).order_by("next_attempt_at")[:limit]:
+        if WebhookDelivery.objects.filter(pk=row.pk, next_attempt_at=row.next_attempt_at).update(
+                next_attempt_at=now + RETRY_LEASE):
+            claimed.append((row.first_id or row.pk, row.attempt + 1))
+    return claimed
+
+
+def send_due_retries(now=None) -> int:
+    """The beat's sweep: queue every due retry (one lost in the queue is claimed again after its lease)."""
+    due = claim_due_retries(now)
+    for delivery_id, attempt in due:
+        enqueue(DELIVER_TASK, delivery_id, attempt)
+    return len(due)
+
+
+def redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
+    """One more attempt of a delivery, now, whatever its schedule ("Redeliver" in the delivery log)."""
+    first = delivery.first or delivery
+    with transaction.atomic():
+        attempts = chain(first).select_for_update()
+        attempt = max(attempts.values_list("attempt", flat=True)) + 1
+        attempts.update(next_attempt_at=None)
+        row = WebhookDelivery.objects.create(webhook=first.webhook, event=first.event, first=first, attempt=attempt)
+        enqueue(DELIVER_TASK, first.pk, attempt, unsent=lambda: fail_unsent(row))
+    return row
 
 
 def webhook_body(row: WebhookDelivery, timestamp: int) -> dict:

@@ -1,4 +1,3 @@
-from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -76,24 +75,45 @@ def test_webhook(request, org, pk):
     return redirect("alerts:settings", org.slug)
 
 
+@login_required
+@require_POST
+def redeliver(request, org, pk):
+    org = org_for(request, org, "manage_org")
+    delivery = get_object_or_404(WebhookDelivery, webhook__organization=org, pk=pk)
+    services.redeliver(delivery)
+    messages.info(request, "Redelivery queued: its result appears in the delivery log.")
+    return redirect("alerts:settings", org.slug)
+
+
 def webhook_target(hook) -> str:
-    """Scheme, host and port only: webhook paths often embed a token (Slack, Teams), the log keeps none."""
-    parts = urlsplit(hook.url)
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    """What the audit log keeps of a webhook: its origin, never the path's token."""
+    return hook.origin
 
 
 def _context(org, form=None, webhook_form=None, new_webhook=None):
     return {
         "org": org,
         "can_manage": roles.can(org.role, "manage_org"),
+        "can_see_targets": roles.can(org.role, "see_alert_targets"),
         "form": form or AlertSettingsForm(instance=AlertSettings.objects.get_or_create(organization=org)[0]),
         "webhook_form": webhook_form or WebhookForm(org=org),
         "new_webhook": new_webhook,
         "webhooks": Webhook.objects.filter(organization=org),
-        "deliveries": WebhookDelivery.objects.filter(webhook__organization=org)
-                                             .select_related("webhook", "event")[:LOG_SIZE],
+        "deliveries": with_redeliverable(WebhookDelivery.objects.filter(webhook__organization=org)
+                                         .select_related("webhook", "event")[:LOG_SIZE]),
         "events": with_org_sites(AlertEvent.objects.filter(organization=org).select_related("site")[:20], org),
     }
+
+
+def with_redeliverable(deliveries) -> list:
+    """The log's rows, newest first, each with `redeliverable`: the last attempt of its delivery, failed,
+    and no retry to come."""
+    rows, seen = list(deliveries), set()
+    for row in rows:
+        chain = row.first_id or row.pk
+        row.redeliverable = chain not in seen and row.status == row.Status.FAILED and row.next_attempt_at is None
+        seen.add(chain)
+    return rows
 
 
 def with_org_sites(events, org) -> list:

@@ -12,6 +12,7 @@ import hmac
 import http.client
 import time
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from tlsaudit.core import outbound
 from tlsaudit.core.outbound import TIMEOUT_S, Target, UnsafeURL  # noqa: F401 (the webhook form's error)
@@ -41,6 +42,25 @@ class Response:
 def check_url(url: str) -> Target:
     """Parse, resolve and guard a webhook URL; raises UnsafeURL with a reason in plain words."""
     return outbound.check_url(url, "webhooks")
+
+
+def same_receiver(url: str, other: str) -> bool:
+    """Whether two webhook URLs reach the same endpoint: the scheme and host compared without case, a
+    default port as none, a trailing slash on an empty path as none; the path and query as written."""
+    return receiver_key(url) == receiver_key(other)
+
+
+def receiver_key(url: str) -> tuple:
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").rstrip(".")
+    try:
+        port = parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:   # not a number: compared as written
+        port = parts.netloc.rpartition(":")[2]
+    return scheme, host, port, parts.path or "/", parts.query
+
+
+DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 def sign(body: bytes, secret: str) -> str:

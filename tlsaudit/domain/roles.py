@@ -11,6 +11,8 @@ PERMISSIONS = {
     "run_audits": {OWNER, ADMIN, MEMBER},
     "manage_members": {OWNER, ADMIN},         # invite, change roles, remove members
     "manage_org": {OWNER, ADMIN},             # name, custom CA, schedules, alerts
+    # webhook URLs (a Slack or Teams URL is itself the credential) and alert recipients: not for a client
+    "see_alert_targets": {OWNER, ADMIN, MEMBER},
     "delete_org": {OWNER},
     "view_audit_log": {OWNER},                # who signed in, changed roles, deleted sites, …
 }

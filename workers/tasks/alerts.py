@@ -1,4 +1,5 @@
-"""Alert tasks (default queue): evaluate a finished audit, deliver a webhook, daily expiries."""
+"""Alert tasks (default queue): evaluate a finished audit, deliver a webhook and sweep for its due retries,
+daily expiries."""
 
 import smtplib
 
@@ -6,12 +7,6 @@ from tlsaudit.alerts import services
 from tlsaudit.domain.alerts import CERT_EXPIRING
 from workers.celery import app
 from workers.tasks.transient import DATABASE_DOWN
-
-WEBHOOK_MAX_ATTEMPTS = 5
-
-
-class RetryableDelivery(Exception):
-    """A 5xx, a timeout or a connection error: worth another attempt later."""
 
 
 @app.task(name="workers.tasks.alerts.evaluate_audit", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),
@@ -25,16 +20,20 @@ def evaluate_audit(audit_id: int) -> int:
     return services.email_pending(audit_id=audit_id)
 
 
-@app.task(name="workers.tasks.alerts.deliver_webhook", bind=True, autoretry_for=(RetryableDelivery,),
-          max_retries=WEBHOOK_MAX_ATTEMPTS - 1, retry_backoff=True, retry_backoff_max=600)
-def deliver_webhook(self, delivery_id: int) -> str:
-    row = services.attempt_row(delivery_id, attempt=self.request.retries + 1)
+@app.task(name="workers.tasks.alerts.deliver_webhook")
+def deliver_webhook(delivery_id: int, attempt: int = 1) -> str:
+    """POST attempt `attempt` of delivery `delivery_id`; a retryable failure is given its next attempt's
+    time (services.schedule_retry), which the beat's sweep sends."""
+    row = services.attempt_row(delivery_id, attempt)
     if row is None or row.status != row.Status.PENDING:
         return "skipped"  # webhook deleted, or this attempt already ran
-    response = services.deliver(row)
-    if not response.ok and response.retryable and self.request.retries < self.max_retries:
-        raise RetryableDelivery(row.error)
+    services.deliver(row)
     return row.status
+
+
+@app.task(name="workers.tasks.alerts.send_webhook_retries")
+def send_webhook_retries() -> int:
+    return services.send_due_retries()
 
 
 @app.task(name="workers.tasks.alerts.check_expiries", autoretry_for=(smtplib.SMTPException, OSError, *DATABASE_DOWN),

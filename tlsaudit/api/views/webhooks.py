@@ -16,6 +16,7 @@ from tlsaudit.alerts.forms import WebhookForm
 from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.alerts.views import webhook_target
 from tlsaudit.api.base import CsvListMixin, OrgView
+from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.logging import log
 from tlsaudit.api.serializers_webhooks import (
@@ -40,6 +41,8 @@ def validated_url(org, url: str, instance=None) -> WebhookForm:
     """The dashboard form's checks, with its messages under the API's field name."""
     form = WebhookForm({"url": url}, instance=instance, org=org)
     if not form.is_valid():
+        if form.has_error("url", code="duplicate"):
+            raise Conflict(" ".join(form.errors["url"]), code="duplicate_webhook")
         raise serializers.ValidationError({name: list(errors) for name, errors in form.errors.items()})
     return form
 
