@@ -5,6 +5,7 @@ Charlie must never learn anything about A: its URLs answer him 404, exactly like
 """
 
 import datetime
+import html
 import re
 from urllib.parse import urlsplit
 
@@ -255,7 +256,7 @@ def test_it_offers_an_anonymous_visitor_to_sign_up_or_log_in(client, org_a):
     page = client.get(accept).content.decode()
 
     assert "Join Agency A" in page and "You are invited as <b>member</b> (dave@agency-a.test)." in page
-    assert f'href="{reverse("signup")}?next={accept}"' in page
+    assert f'href="{reverse("signup")}?email=dave%40agency-a.test&amp;next={accept}"' in page
     assert f'href="{reverse("login")}?next={accept}"' in page
     assert "accept-invitation" not in page
     assert client.post(accept).status_code == 200 and not Membership.objects.filter(user__email="dave@agency-a.test")
@@ -273,6 +274,16 @@ def test_it_lets_a_newcomer_sign_up_from_the_invitation_and_join(client, org_a, 
     erin = User.objects.get(email="erin@agency-a.test")
     assert joined.url == reverse("sites:list", args=[org_a.slug])
     assert membership(org_a, erin).role == roles.MEMBER and erin.email_verified
+
+
+def test_the_invitations_sign_up_link_fills_in_the_invited_address(client, org_a):
+    invitation = invite(org_a, "erin+ops@agency-a.test", roles.MEMBER)
+    page = client.get(reverse("orgs:accept", args=[invitation.token])).content.decode()
+    [link] = re.findall(r'href="(/accounts/signup/\?email=[^"]*)"', page)
+
+    form = client.get(html.unescape(link)).content.decode()
+
+    assert 'name="email" value="erin+ops@agency-a.test"' in form
 
 
 def test_it_refuses_the_wrong_logged_in_user_with_403_and_says_why(login, org_a, org_b, charlie):

@@ -149,7 +149,8 @@ def test_member_changes_are_recorded_with_old_and_new_roles(login, alice, bob, m
     assert (invited.target, invited.detail, invited.organization) == ("eve@agency-a.test", {"role": "viewer"}, org_a)
     assert revoked.target == "eve@agency-a.test"
     assert (changed.target, changed.detail) == ("bob@agency-a.test", {"old_role": "viewer", "new_role": "admin"})
-    assert (removed.target, removed.detail) == ("mel@agency-a.test", {"role": "member", "left": False})
+    assert (removed.target, removed.detail) == ("mel@agency-a.test", {"role": "member", "left": False,
+                                                                      "api_keys_revoked": [], "api_keys_kept": 0})
     assert {e.actor for e in (invited, revoked, changed, removed)} == {alice}
     # The invitation token is the credential of the link: it is nowhere in the log.
     assert invitation.token not in str([(e.target, e.detail) for e in AuditLogEntry.objects.all()])

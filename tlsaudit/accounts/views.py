@@ -31,7 +31,9 @@ logger = logging.getLogger(__name__)
 def signup(request):
     if request.user.is_authenticated:
         return redirect("home")
-    form = SignupForm(request.POST or None)
+    # An invitation's "Sign up with <email>" fills the address in (a value shown, never trusted: the
+    # invitation is accepted only by the account with its address).
+    form = SignupForm(request.POST or None, initial={"email": request.GET.get("email", "")[:254]})
     if request.method == "POST":
         try:
             limit_signups(request)

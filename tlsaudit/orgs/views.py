@@ -2,11 +2,14 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models import Count
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from tlsaudit.alerts.models import AlertSettings
+from tlsaudit.api import services as api_services
+from tlsaudit.api.models import ApiKey
 from tlsaudit.core import ratelimits
 from tlsaudit.core.auditlog import record
 from tlsaudit.domain import roles
@@ -58,15 +61,29 @@ def _members_context(request, org, **extra):
         "branding": branding,
         "branding_form": BrandingForm(instance=branding),
         "org": org,
-        "members": org.memberships.select_related("user"),
+        "members": members_for(org),
         "invitations": [i for i in org.invitations.filter(accepted_at=None) if not i.is_expired],
         "invite_form": extra.pop("invite_form", None) or InviteForm(org=org, actor_role=org.role),
         "can_manage_members": roles.can(org.role, "manage_members"),
         "can_manage_org": roles.can(org.role, "manage_org"),
         "can_view_audit_log": roles.can(org.role, "view_audit_log"),
-        "role_choices": roles.ROLE_CHOICES,
         **extra,
     }
+
+
+def members_for(org) -> list:
+    """The memberships as the viewer of the page may act on them: `manageable` (may change or remove),
+    `role_choices` (the roles they may give), and `live_keys` (working API keys its user created here)."""
+    members = list(org.memberships.select_related("user"))
+    counts = dict(ApiKey.objects.filter(organization=org, revoked_at__isnull=True, created_by__isnull=False)
+                  .values_list("created_by").annotate(n=Count("pk")).values_list("created_by", "n"))
+    for membership in members:
+        membership.live_keys = counts.get(membership.user_id, 0)
+        membership.manageable = (roles.can(org.role, "manage_members")
+                                 and roles.can_assign(org.role, membership.role))
+        membership.role_choices = [(value, label) for value, label in roles.ROLE_CHOICES
+                                   if roles.can_assign(org.role, value)]
+    return members
 
 
 @login_required
@@ -179,14 +196,32 @@ def remove_member(request, org, pk):
     if membership.role == roles.OWNER and _is_last_owner(org, membership):
         messages.error(request, "The last owner cannot leave: make someone else owner first.")
         return redirect("orgs:settings", org.slug)
-    membership.delete()
+    # Their API keys go with them unless someone who manages keys keeps them on purpose.
+    keep_keys = request.POST.get("keep_keys") == "1" and not leaving and roles.can(org.role, "manage_org")
+    with transaction.atomic():
+        membership.delete()
+        revoked = [] if keep_keys else api_services.revoke_keys_of(membership.user, org)
+    kept = api_services.live_keys_of(membership.user, org).count()
     record("member.removed", org=org, target=membership.user.email, request=request, role=membership.role,
-           left=leaving)
+           left=leaving, api_keys_revoked=[key.display_prefix for key in revoked], api_keys_kept=kept)
+    keys_said = keys_words(revoked, kept)
     if leaving:
-        messages.info(request, f"You left {org.name}.")
+        messages.info(request, f"You left {org.name}.{keys_said}")
         return redirect("home")
-    messages.info(request, f"{membership.user.email} was removed.")
+    messages.info(request, f"{membership.user.email} was removed.{keys_said}")
     return redirect("orgs:settings", org.slug)
+
+
+def keys_words(revoked: list, kept: int) -> str:
+    """What became of the API keys a removed member created, for the message."""
+    if revoked:
+        count = len(revoked)
+        return f" The {count} API key{'s' if count > 1 else ''} they created {'were' if count > 1 else 'was'} revoked."
+    if kept:
+        them = "them" if kept > 1 else "it"
+        return (f" The {kept} API key{'s' if kept > 1 else ''} they created {'keep' if kept > 1 else 'keeps'} "
+                f"working: revoke {them} on the API keys page when {them} {'are' if kept > 1 else 'is'} no longer needed.")
+    return ""
 
 
 def _is_last_owner(org: Organization, membership: Membership) -> bool:
