@@ -62,12 +62,14 @@ def _real_services_only():
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
 
 
-@pytest.fixture(autouse=True)
-def _quiet_machine_for_verdicts(request):
-    """`@pytest.mark.quiet` tests run with nothing else running (tests/support/quiet.py)."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """`@pytest.mark.quiet` tests run with nothing else running (tests/support/quiet.py): the lock spans the
+    whole test, its module, package and session fixtures included (another test's first use of a lab or a
+    browser would otherwise start beside the measurement)."""
     from tests.support.quiet import held
 
-    with held(quiet=request.node.get_closest_marker("quiet") is not None):
+    with held(quiet=item.get_closest_marker("quiet") is not None):
         yield
 
 

@@ -33,7 +33,7 @@ def test_a_quiet_test_waits_for_the_running_one_and_the_next_waits_for_it(monkey
     time.sleep(0.2)
     threads.append(threading.Thread(target=quiet_one))
     threads[1].start()
-    time.sleep(0.2)
+    assert turnstile_taken(), "the quiet test did not queue behind the running one"
     threads.append(threading.Thread(target=next_one))
     threads[2].start()
     time.sleep(0.2)
@@ -44,6 +44,23 @@ def test_a_quiet_test_waits_for_the_running_one_and_the_next_waits_for_it(monkey
     assert events == ["first runs", "first done", "quiet runs", "quiet done", "next runs"], events
     for path in quiet.lock_paths():
         path.unlink()
+
+
+def turnstile_taken(seconds: float = 5.0) -> bool:
+    """Whether someone holds the turnstile (a quiet test waiting for the lock) within `seconds`."""
+    import fcntl
+
+    turnstile_path, _ = quiet.lock_paths()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(turnstile_path, "a") as turnstile:
+            try:
+                fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        time.sleep(0.01)
+    return False
 
 
 def test_without_xdist_nothing_is_locked(monkeypatch):

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tlsaudit.alerts.models import AlertSettings, Webhook, WebhookDelivery
+from tlsaudit.alerts.models import AlertEvent, AlertSettings, Webhook, WebhookDelivery
 from workers.tasks.alerts import deliver_webhook
 
 pytestmark = pytest.mark.django_db
@@ -184,3 +184,13 @@ def test_a_viewer_sees_where_alerts_go_but_not_the_webhook_paths_or_the_addresse
 
     owner_page = login(alice).get(page(org_a)).content.decode()
     assert owner_page.count("s3cret-token") == 2 and "ops@agency-a.test" in owner_page
+
+
+def test_a_failed_alert_emails_reason_is_not_shown_to_a_viewer(login, alice, bob, org_a, site_a):
+    # SMTP refusals name the recipients: "SMTPRecipientsRefused: {'ops@agency-a.test': (550, …)}"
+    AlertEvent.objects.create(organization=org_a, site=site_a, kind="grade_dropped", dedupe_key="k",
+                              title="Grade dropped from A to B",
+                              email_error="SMTPRecipientsRefused: {'ops@agency-a.test': (550, b'no such user')}")
+    viewer_page = login(bob).get(page(org_a)).content.decode()
+    assert "ops@agency-a.test" not in viewer_page and "Email failed, will retry" in viewer_page
+    assert "ops@agency-a.test" in login(alice).get(page(org_a)).content.decode()

@@ -258,3 +258,40 @@ class receiving:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.mark.django_db
+def test_two_messages_for_one_attempt_send_it_once_and_a_dead_senders_claim_expires(site_a, webhook_receiver):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    hook = Webhook.objects.create(organization=site_a.organization, url=webhook_receiver.url, secret=SECRET)
+    services.record(site_a, [grade_drop(site_a)])
+    row = hook.deliveries.get()
+    assert services.claim_attempt(row) and not services.claim_attempt(row)   # the second message skips it
+    assert deliver_webhook.apply(args=[row.pk]).result == "skipped" and webhook_receiver.requests == []
+    WebhookDelivery.objects.filter(pk=row.pk).update(claimed_at=timezone.now() - timedelta(minutes=6))
+    assert deliver_webhook.apply(args=[row.pk]).result == "ok"              # its sender died: taken over
+    assert len(webhook_receiver.requests) == 1
+
+
+@pytest.mark.django_db
+def test_redeliver_refuses_a_delivery_still_being_tried_or_a_switched_off_webhook(site_a, webhook_receiver, settings):
+    settings.WEBHOOK_RETRY_DELAYS_S = [600]
+    hook = Webhook.objects.create(organization=site_a.organization, url=webhook_receiver.url, secret=SECRET)
+    webhook_receiver.statuses = [503]
+    services.record(site_a, [grade_drop(site_a)])
+    first = hook.deliveries.get()
+    deliver_webhook.apply(args=[first.pk])
+    first.refresh_from_db()
+    assert first.status == "failed" and first.next_attempt_at is not None
+
+    with pytest.raises(services.RedeliveryRefused, match="still being tried"):
+        services.redeliver(first)
+    WebhookDelivery.objects.filter(pk=first.pk).update(next_attempt_at=None)
+    Webhook.objects.filter(pk=hook.pk).update(active=False)
+    first.refresh_from_db()
+    with pytest.raises(services.RedeliveryRefused, match="switched off"):
+        services.redeliver(first)
+    assert hook.deliveries.count() == 1

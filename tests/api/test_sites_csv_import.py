@@ -67,3 +67,17 @@ def test_a_header_without_a_hostname_column_says_which_to_add_and_adds_nothing(l
     assert not Site.objects.filter(organization=org_a).exists()
     # the file's rows are not in the box (#37 item 11): the page says to fix the file instead
     assert "back in the box" not in page and "Correct the rejected rows in the file" in page
+
+
+def test_an_old_mac_file_with_a_row_number_column_and_hashes_in_names_imports(login, alice, org_a):
+    # CR-only line ends (Excel's "Macintosh CSV"), a "#" column of row numbers, a name starting with #
+    page = import_file(login(alice), org_a, "#,Hostname,Name\r1,a.example.com,#1 Store\r2,b.example.com,Beta\r")
+    assert "2 added, 0 rejected" in page, page
+    assert sorted(Site.objects.filter(organization=org_a).values_list("name", flat=True)) == ["#1 Store", "Beta"]
+
+
+def test_a_file_that_is_not_csv_past_some_line_keeps_the_rows_before_and_says_where(login, alice, org_a):
+    page = import_file(login(alice), org_a, 'a.example.com\n"' + "x" * 140_000 + '"\nb.example.com\n')
+    assert "1 added, 1 rejected" in page, page[:2000]
+    assert "The file cannot be read as CSV from line 2 on (field larger than field limit" in page
+    assert list(Site.objects.filter(organization=org_a).values_list("hostname", flat=True)) == ["a.example.com"]

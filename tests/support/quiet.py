@@ -7,8 +7,9 @@ it calls at -37 % [-41, -33] on a quiet machine. A measurement is made on a quie
 (../shared/measurement.md, benchmark hygiene), so a `quiet` test holds an exclusive lock for its run and
 every other test holds it shared: the other worker finishes its current test and waits.
 
-Readers pass a turnstile first, so a waiting quiet test is not starved by the next test's shared lock.
-Without xdist (one process) there is nobody to wait for, and the lock is not taken.
+The lock spans each test's whole run (tests/conftest.py's pytest_runtest_protocol), its module, package and
+session fixtures included. Readers pass a turnstile first, so a waiting quiet test is not starved by the
+next test's shared lock. Without xdist (one process) there is nobody to wait for, and the lock is not taken.
 """
 
 from __future__ import annotations

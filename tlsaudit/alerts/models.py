@@ -125,6 +125,8 @@ class WebhookDelivery(models.Model):
     # On a failed attempt with retries left: when the beat's sweep sends the next one (then a lease while
     # that one is in the queue, so a lost message is sent again); cleared once the next attempt runs.
     next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # Set by the task that sends this attempt (services.claim_attempt), so a second message for it does not.
+    claimed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-attempt"]

@@ -242,16 +242,23 @@ def fail_unsent(delivery: WebhookDelivery) -> QueueUnavailable:
 
 
 def attempt_row(delivery_id: int, attempt: int) -> WebhookDelivery | None:
-    """The row for this attempt: the first one, or a retry row created once. The attempt before it is
-    no longer due."""
+    """The row for this attempt: the first one, or a retry row created once."""
     first = WebhookDelivery.objects.select_related("webhook", "event__site", "event__organization").filter(
         pk=delivery_id).first()
     if first is None or attempt == 1:
         return first
     row, _ = WebhookDelivery.objects.get_or_create(first=first, attempt=attempt,
                                                    defaults={"webhook": first.webhook, "event": first.event})
-    chain(first).filter(attempt=attempt - 1).update(next_attempt_at=None)
     return row
+
+
+def claim_attempt(row: WebhookDelivery) -> bool:
+    """Whether the caller may POST `row`: it is pending and no task claimed it within a lease. Two messages
+    for one attempt (a sweep's second claim, a redelivered message) never both send; a task that died
+    mid-POST is taken over after the lease."""
+    now = timezone.now()
+    return bool(WebhookDelivery.objects.filter(pk=row.pk, status=WebhookDelivery.Status.PENDING)
+                .filter(Q(claimed_at__isnull=True) | Q(claimed_at__lt=now - RETRY_LEASE)).update(claimed_at=now))
 
 
 def chain(first: WebhookDelivery):
@@ -268,7 +275,10 @@ def deliver(row: WebhookDelivery) -> webhooks.Response:
     row.status = WebhookDelivery.Status.OK if response.ok else WebhookDelivery.Status.FAILED
     row.response_code, row.error, row.duration_ms = response.status, response.error[:2000], response.duration_ms
     row.next_attempt_at = retry_at(row.attempt) if response.retryable and not response.ok else None
-    row.save(update_fields=["status", "response_code", "error", "duration_ms", "next_attempt_at"])
+    with transaction.atomic():
+        row.save(update_fields=["status", "response_code", "error", "duration_ms", "next_attempt_at"])
+        if row.first_id:   # the attempt before is done with: until now its lease stood, should this task die
+            chain(row.first).filter(attempt=row.attempt - 1).update(next_attempt_at=None)
     return response
 
 
@@ -306,15 +316,27 @@ def send_due_retries(now=None) -> int:
     return len(due)
 
 
+class RedeliveryRefused(Exception):
+    """A delivery that is still being tried, or whose webhook is off: the message says which."""
+
+
 def redeliver(delivery: WebhookDelivery) -> WebhookDelivery:
-    """One more attempt of a delivery, now, whatever its schedule ("Redeliver" in the delivery log)."""
+    """One more attempt of a delivery whose attempts are all over and failed ("Redeliver" in the log)."""
     first = delivery.first or delivery
-    with transaction.atomic():
-        attempts = chain(first).select_for_update()
-        attempt = max(attempts.values_list("attempt", flat=True)) + 1
-        attempts.update(next_attempt_at=None)
-        row = WebhookDelivery.objects.create(webhook=first.webhook, event=first.event, first=first, attempt=attempt)
-        enqueue(DELIVER_TASK, first.pk, attempt, unsent=lambda: fail_unsent(row))
+    try:
+        with transaction.atomic():
+            attempts = list(chain(first).select_for_update().order_by("attempt"))
+            if not first.webhook.active:
+                raise RedeliveryRefused("This webhook is switched off: switch it on to redeliver.")
+            if any(a.status == a.Status.PENDING or a.next_attempt_at for a in attempts):
+                raise RedeliveryRefused("This delivery is still being tried: its next attempt is in the log.")
+            if attempts[-1].status != WebhookDelivery.Status.FAILED:
+                raise RedeliveryRefused("This delivery arrived: there is nothing to redeliver.")
+            row = WebhookDelivery.objects.create(webhook=first.webhook, event=first.event, first=first,
+                                                 attempt=attempts[-1].attempt + 1)
+            enqueue(DELIVER_TASK, first.pk, row.attempt, unsent=lambda: fail_unsent(row))
+    except IntegrityError:   # a retry's task created the same attempt a moment before
+        raise RedeliveryRefused("This delivery is still being tried: its next attempt is in the log.") from None
     return row
 
 

@@ -80,8 +80,12 @@ def test_webhook(request, org, pk):
 def redeliver(request, org, pk):
     org = org_for(request, org, "manage_org")
     delivery = get_object_or_404(WebhookDelivery, webhook__organization=org, pk=pk)
-    services.redeliver(delivery)
-    messages.info(request, "Redelivery queued: its result appears in the delivery log.")
+    try:
+        services.redeliver(delivery)
+    except services.RedeliveryRefused as refusal:
+        messages.error(request, str(refusal))
+    else:
+        messages.info(request, "Redelivery queued: its result appears in the delivery log.")
     return redirect("alerts:settings", org.slug)
 
 

@@ -54,20 +54,27 @@ def rows_from_csv(text: str) -> list[tuple[int, str, dict]]:
     lines = text.splitlines()
     first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
     delimiter = max(DELIMITERS, key=lambda d: len(next(csv.reader([first], delimiter=d), [])))
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     rows, columns = [], None
-    for number, cells in enumerate(reader, start=1):
-        cells = [unescaped(c.strip()) for c in cells]
-        if not any(cells) or cells[0].startswith("#"):
-            continue
-        if columns is None and not rows and header_columns(cells):
-            columns = header_columns(cells)
-            if "hostname" not in columns.values():
-                return [(number, delimiter.join(cells), {"address": "", ERROR: no_hostname_column(cells)})]
-            continue
-        values = ({columns[i]: c for i, c in enumerate(cells) if i in columns} if columns
-                  else dict(zip(CSV_COLUMNS, cells)))
-        rows.append((number, delimiter.join(cells), form_data(values)))
+    try:
+        for cells in reader:
+            number = reader.line_num   # the file's line, multi-line quoted cells counted
+            cells = [unescaped(c.strip()) for c in cells]
+            if not any(cells):
+                continue
+            if columns is None and not rows and header_columns(cells):
+                columns = header_columns(cells)
+                if "hostname" not in columns.values():
+                    return [(number, delimiter.join(cells), {"address": "", ERROR: no_hostname_column(cells)})]
+                continue
+            values = ({columns[i]: c for i, c in enumerate(cells) if i in columns} if columns
+                      else dict(zip(CSV_COLUMNS, cells)))
+            if values.get("hostname", "").startswith("#"):
+                continue   # a comment line (its host name cell starts with #)
+            rows.append((number, delimiter.join(cells), form_data(values)))
+    except csv.Error as exc:
+        rows.append((reader.line_num, "", {"address": "", ERROR: f"The file cannot be read as CSV from line "
+                                           f"{reader.line_num} on ({exc}): check its quotes, or save it again as CSV."}))
     return rows
 
 

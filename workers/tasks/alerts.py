@@ -22,11 +22,11 @@ def evaluate_audit(audit_id: int) -> int:
 
 @app.task(name="workers.tasks.alerts.deliver_webhook")
 def deliver_webhook(delivery_id: int, attempt: int = 1) -> str:
-    """POST attempt `attempt` of delivery `delivery_id`; a retryable failure is given its next attempt's
-    time (services.schedule_retry), which the beat's sweep sends."""
+    """POST attempt `attempt` of delivery `delivery_id` unless another task holds it; a retryable failure
+    is given its next attempt's time (services.retry_at), which the beat's sweep sends."""
     row = services.attempt_row(delivery_id, attempt)
-    if row is None or row.status != row.Status.PENDING:
-        return "skipped"  # webhook deleted, or this attempt already ran
+    if row is None or row.status != row.Status.PENDING or not services.claim_attempt(row):
+        return "skipped"  # webhook deleted, this attempt already ran, or another task is sending it
     services.deliver(row)
     return row.status
 
