@@ -62,7 +62,7 @@ def test_an_owner_may_keep_a_removed_members_keys_and_is_told_they_still_work(lo
 
     response = remove(login(alice), org_a, erin, keep_keys="1")
 
-    assert "The 1 API key they created keeps working: revoke it on the API keys page" in said(response)
+    assert "The 1 API key they created still works: revoke it on the API keys page" in said(response)
     assert answers(erin_key) == 200
     assert AuditLogEntry.objects.get(action="member.removed").detail["api_keys_kept"] == 1
 

@@ -67,13 +67,14 @@ def _members_context(request, org, **extra):
         "can_manage_members": roles.can(org.role, "manage_members"),
         "can_manage_org": roles.can(org.role, "manage_org"),
         "can_view_audit_log": roles.can(org.role, "view_audit_log"),
+        "role_choices": [(value, label) for value, label in roles.ROLE_CHOICES if roles.can_assign(org.role, value)],
         **extra,
     }
 
 
 def members_for(org) -> list:
-    """The memberships as the viewer of the page may act on them: `manageable` (may change or remove),
-    `role_choices` (the roles they may give), and `live_keys` (working API keys its user created here)."""
+    """The memberships as the viewer of the page may act on them: `manageable` (may change or remove) and
+    `live_keys` (working API keys its user created here)."""
     members = list(org.memberships.select_related("user"))
     counts = dict(ApiKey.objects.filter(organization=org, revoked_at__isnull=True, created_by__isnull=False)
                   .values_list("created_by").annotate(n=Count("pk")).values_list("created_by", "n"))
@@ -81,8 +82,6 @@ def members_for(org) -> list:
         membership.live_keys = counts.get(membership.user_id, 0)
         membership.manageable = (roles.can(org.role, "manage_members")
                                  and roles.can_assign(org.role, membership.role))
-        membership.role_choices = [(value, label) for value, label in roles.ROLE_CHOICES
-                                   if roles.can_assign(org.role, value)]
     return members
 
 
@@ -215,13 +214,15 @@ def remove_member(request, org, pk):
 def keys_words(revoked: list, kept: int) -> str:
     """What became of the API keys a removed member created, for the message."""
     if revoked:
-        count = len(revoked)
-        return f" The {count} API key{'s' if count > 1 else ''} they created {'were' if count > 1 else 'was'} revoked."
+        return f" {keys_count(len(revoked))} they created {'was' if len(revoked) == 1 else 'were'} revoked."
     if kept:
-        them = "them" if kept > 1 else "it"
-        return (f" The {kept} API key{'s' if kept > 1 else ''} they created {'keep' if kept > 1 else 'keeps'} "
-                f"working: revoke {them} on the API keys page when {them} {'are' if kept > 1 else 'is'} no longer needed.")
+        return (f" {keys_count(kept)} they created {'still works' if kept == 1 else 'still work'}: revoke {'it' if kept == 1 else 'them'} on the API "
+                "keys page when no longer needed.")
     return ""
+
+
+def keys_count(count: int) -> str:
+    return f"The {count} API key{'' if count == 1 else 's'}"
 
 
 def _is_last_owner(org: Organization, membership: Membership) -> bool:
