@@ -89,7 +89,7 @@ def test_an_audit_that_waited_past_the_bound_fails_as_ours_and_raises_no_failure
     assert (second.status, second.error_code) == ("failed", "address_busy")
     assert "TLS Audit's own queue was too long: nothing was sent to the server" in second.error_message
     assert f"for its turn at {IP}" in second.error_message
-    assert failure_streak(second) == {"consecutive_failures": 0, "failing_since": None}
+    assert failure_streak(second) == {"consecutive_failures": 0, "failing_since": None, "failing_for_s": 0}
     assert turns.waiting(IP) == 0
 
 

@@ -43,15 +43,20 @@ def test_audit_selected_queues_one_audit_per_ticked_site_through_the_queue(
     assert not Audit.objects.filter(site=site_b).exists()
 
 
-def test_audit_all_skips_running_audits_and_respects_the_hourly_limit(login, alice, org_a, settings):
+def test_audit_all_skips_running_audits_and_puts_the_rest_in_line_past_the_hourly_limit(login, alice, org_a,
+                                                                                         settings):
     sites = lab_sites(org_a, alice, count=4)
     client = login(alice)
     settings.AUDIT_LIMIT_PER_ORG_HOUR = 3
+    before = text(client.get(reverse("sites:list", args=[org_a.slug])))
+    assert "starts at most 3 audits an hour on demand (nightly audits do not count): 3 left this hour" in before
     page = text(bulk(client, org_a, scope="all", site=[]))
     assert Audit.objects.filter(organization=org_a).count() == 3      # one click each would have stopped there too
-    assert "3 audits queued." in page and "1 not started:" in page and "your organization already started 3" in page
+    assert "3 audits queued." in page and "not started" not in page
+    assert "1 audit waits for a free slot: they start as the hour frees up (3 an hour" in page
+    assert page.count('data-testid="audit-waiting"') == 1
     page = text(bulk(client, org_a, scope="all"))
-    assert "3 already queued or running" in page and Audit.objects.count() == 3
+    assert "4 already queued, running or waiting" in page and Audit.objects.count() == 3
     assert len(sites) == 4
 
 

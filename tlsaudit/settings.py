@@ -468,6 +468,9 @@ if HEALTHZ_TOKEN and len(HEALTHZ_TOKEN) < 32:
 AUDIT_LIMIT_PER_ORG_HOUR = env_int("AUDIT_LIMIT_PER_ORG_HOUR", 30, minimum=1)
 AUDIT_LIMIT_PER_TARGET = env_int("AUDIT_LIMIT_PER_TARGET", 5, minimum=1)
 AUDIT_LIMIT_TARGET_MINUTES = env_int("AUDIT_LIMIT_TARGET_MINUTES", 10, minimum=1)
+# Audits asked for past the hourly limit wait in line (tlsaudit/audits/waiting.py); beat starts them as
+# the hour frees up, checking this often.
+WAITING_AUDITS_SWEEP_SECONDS = env_int("WAITING_AUDITS_SWEEP_SECONDS", 60, minimum=1)
 # Browser probes, on top of PROBE_RUNS_PER_DAY: per organization per hour, per host per window.
 PROBE_LIMIT_PER_ORG_HOUR = env_int("PROBE_LIMIT_PER_ORG_HOUR", 10, minimum=1)
 PROBE_LIMIT_PER_TARGET = env_int("PROBE_LIMIT_PER_TARGET", 3, minimum=1)

@@ -64,6 +64,8 @@ app.conf.update(
                                   "schedule": float(settings.REAPER_INTERVAL_SECONDS)},
         "send-webhook-retries": {"task": "workers.tasks.alerts.send_webhook_retries",
                                  "schedule": float(settings.WEBHOOK_RETRY_SWEEP_SECONDS)},
+        "start-waiting-audits": {"task": "workers.tasks.schedule.start_waiting_audits",
+                                 "schedule": float(settings.WAITING_AUDITS_SWEEP_SECONDS)},
     },
 )
 

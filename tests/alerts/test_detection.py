@@ -24,10 +24,11 @@ def cert(fingerprint="aa11", days=200, lifetime=365, issuer=LE, names=("shop.exa
 
 
 def summary(audit_id=2, status="done", grade="A", caps=None, findings=None, cert_=None, failures=0, since=None,
-            error=""):
+            error="", failing_for=timedelta(days=1)):
     return {"audit_id": audit_id, "site_id": 9, "status": status, "grade": grade, "score": 90, "error": error,
             "caps": caps or {}, "findings": findings or {}, "cert": cert() if cert_ is None else cert_,
-            "consecutive_failures": failures, "failing_since": since}
+            "consecutive_failures": failures, "failing_since": since,
+            "failing_for_s": failing_for.total_seconds() if failures else 0}
 
 
 CASES = [
@@ -80,6 +81,11 @@ CASES = [
      [("certificate_expiring", "site:9:certificate_expiring:aa11:expired")]),
     ("one failed audit is not an alert yet", summary(1), summary(2, status="failed", failures=1, since=2), []),
     ("two failures in a row", summary(1), summary(3, status="failed", failures=2, since=2, error="refused"),
+     [("audit_failing", "site:9:audit_failing:since:2")]),
+    ("two failures a minute apart: one outage seen twice (a server restarting under manual audits)", summary(1),
+     summary(3, status="failed", failures=2, since=2, failing_for=timedelta(minutes=1)), []),
+    ("a third failure an hour after the first: the site is failing", summary(1),
+     summary(4, status="failed", failures=3, since=2, failing_for=timedelta(hours=1)),
      [("audit_failing", "site:9:audit_failing:since:2")]),
     ("a third failure has the same occurrence", summary(1), summary(4, status="failed", failures=3, since=2),
      [("audit_failing", "site:9:audit_failing:since:2")]),

@@ -31,7 +31,7 @@ PUBLIC = {
     "api:schema", "api:docs",
 }
 # Organization-wide API collections: scoped by the key, no object id to swap.
-API_COLLECTIONS = {"api:organization", "api:portfolio", "api:site-list", "api:site-bulk", "api:audit-list",
+API_COLLECTIONS = {"api:organization", "api:portfolio", "api:site-list", "api:site-bulk", "api:audit-list", "api:audit-bulk",
                    "api:loadtest-list", "api:probe-list", "api:report-list", "api:webhook-list",
                    "api:custom-ca", "api:sites_csv", "api:audits_csv", "api:reports_csv", "api:webhooks_csv"}
 WRITE_METHODS = ("post", "put", "patch", "delete")
@@ -51,7 +51,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "orgs:settings": {}, "orgs:invite": {},
         "orgs:revoke_invitation": {"pk": o["invitation"].pk},
         "orgs:change_role": {"pk": o["membership"].pk}, "orgs:remove_member": {"pk": o["membership"].pk},
-        "sites:list": {}, "sites:add": {}, "sites:import": {}, "sites:audit_bulk": {},
+        "sites:list": {}, "sites:add": {}, "sites:import": {}, "sites:audit_bulk": {}, "sites:audit_cancel_waiting": {},
         "sites:detail": site, "sites:edit": site, "sites:delete": site,
         "audits:run": site, "audits:detail": {**site, "audit_id": audit}, "audits:retry": {**site, "audit_id": audit},
         "loadtests:overview": site, "loadtests:verification": site, "loadtests:verification_check": site,

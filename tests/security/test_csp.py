@@ -78,6 +78,7 @@ ROUTES = {
     "orgs:change_role": lambda w: org_kwargs(w, pk=w["membership"].pk),
     "orgs:remove_member": lambda w: org_kwargs(w, pk=w["membership"].pk),
     "sites:list": org_kwargs, "sites:add": org_kwargs, "sites:import": org_kwargs, "sites:audit_bulk": org_kwargs,
+    "sites:audit_cancel_waiting": org_kwargs,
     "sites:detail": site_kwargs, "sites:edit": site_kwargs, "sites:delete": site_kwargs,
     "audits:run": site_kwargs,
     "audits:detail": lambda w: site_kwargs(w, audit_id=w["audit"].pk),

@@ -83,19 +83,22 @@ NOT_THE_SITES = ("address_busy",)
 
 
 def failure_streak(audit: Audit) -> dict:
-    """How many finished audits of the site failed in a row, ending with this one; audits that failed for
-    a reason of ours (NOT_THE_SITES) neither count nor break the streak."""
+    """How many finished audits of the site failed in a row, ending with this one, and the seconds from the
+    first one's start to this one's; audits that failed for a reason of ours (NOT_THE_SITES) neither count
+    nor break the streak."""
     if audit.status != Audit.Status.FAILED or audit.error_code in NOT_THE_SITES:
-        return {"consecutive_failures": 0, "failing_since": None}
+        return {"consecutive_failures": 0, "failing_since": None, "failing_for_s": 0}
     history = (Audit.objects.filter(site_id=audit.site_id, status__in=FINISHED, created_at__lte=audit.created_at)
                .exclude(error_code__in=NOT_THE_SITES)
-               .order_by("-created_at", "-pk").values_list("pk", "status")[:50])
+               .order_by("-created_at", "-pk").values_list("pk", "status", "created_at")[:50])
     streak = []
-    for pk, status in history:
+    for pk, status, created_at in history:
         if status != Audit.Status.FAILED:
             break
-        streak.append(pk)
-    return {"consecutive_failures": len(streak), "failing_since": streak[-1]}
+        streak.append((pk, created_at))
+    first_pk, first_at = streak[-1]
+    return {"consecutive_failures": len(streak), "failing_since": first_pk,
+            "failing_for_s": (audit.created_at - first_at).total_seconds()}
 
 
 def previous_done(audit: Audit) -> Audit | None:

@@ -27,6 +27,7 @@ urlpatterns = [
     path("sites/<int:pk>/renewals/", sites.SiteRenewals.as_view(), name="site-renewals"),
     # Audits, load tests, handshakes, probes, reports, webhooks (#7 part 2)
     path("audits/", audits.AuditList.as_view(), name="audit-list"),
+    path("audits/bulk/", audits.AuditBulk.as_view(), name="audit-bulk"),
     path("audits/<int:pk>/", audits.AuditDetail.as_view(), name="audit-detail"),
     path("audits/<int:pk>/diff/", audits.AuditDiff.as_view(), name="audit-diff"),
     path("sites/<int:pk>/audits/", audits.SiteAuditList.as_view(), name="site-audits"),

@@ -186,3 +186,24 @@ class RenewalInfo(models.Model):
 
     def __str__(self):
         return f"ARI of {self.fingerprint[:12]} ({self.status})"
+
+
+class WaitingAudit(models.Model):
+    """A manual or API audit asked for beyond the organization's hourly limit ("Audit all" on a large
+    portfolio): kept here, one per site, and started by the beat sweep as the hour frees up, or dropped
+    when the site's own audit (nightly or another click) is queued first."""
+
+    site = models.OneToOneField("sites.Site", on_delete=models.CASCADE, related_name="waiting_audit")
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="waiting_audits")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    trigger = models.CharField(max_length=10, choices=[(Audit.Trigger.MANUAL, "Manual"), (Audit.Trigger.API, "API")],
+                               default=Audit.Trigger.MANUAL)
+    requested_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["organization", "requested_at", "id"], name="waiting_audit_org_order")]
+        ordering = ["requested_at", "id"]
+
+    def __str__(self):
+        return f"Audit of site {self.site_id} waiting for a free slot"

@@ -20,6 +20,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from tlsaudit.alerts.services import evaluate_on_commit as evaluate_alerts_on_commit
+from tlsaudit.audits import waiting
 from tlsaudit.audits.models import Audit, AuditCertificate, AuditFinding, AuditSuite
 from tlsaudit.audits.renewals import renew_at
 from tlsaudit.core import runners
@@ -80,6 +81,7 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int =
                                      requested_by=user if user and user.is_authenticated else None,
                                      host=site.hostname, port=site.https_port, service=site.service, queued_at=now,
                                      sent_at=now, ip=address)
+        waiting.drop(site.pk)   # it was in line for a free slot: this audit is the one it waited for
         send(audit, delay_s=delay_s)
     return audit, True
 
@@ -90,25 +92,27 @@ class BulkQueued:
     queued: int = 0
     already: int = 0
     unsent: int = 0      # saved and queued, waiting for the broker (the reaper sends them)
+    waiting: int = 0     # over the organization's hourly limit: in line for a free slot (audits.waiting)
     refused: int = 0
     reasons: list[str] = field(default_factory=list)
 
 
-def queue_audits(sites, *, user=None) -> BulkQueued:
-    """queue_audit for each site, under the same limits as one click each. The organization's hourly
-    limit refuses every site after the first refusal (no query per site to learn it again); a target's
-    limit refuses that site only."""
+def queue_audits(sites, *, user=None, trigger=Audit.Trigger.MANUAL) -> BulkQueued:
+    """queue_audit for each site, under the same limits as one click each. Once the organization's hourly
+    limit is reached, the other sites wait in line for a free slot (audits.waiting), with no query per site
+    to learn the limit again; a target's own limit refuses that site only."""
     outcome = BulkQueued()
     sites = list(sites)
     for index, site in enumerate(sites):
         try:
-            _, created = queue_audit(site, user=user, resolve=False)
+            _, created = queue_audit(site, user=user, trigger=trigger, resolve=False)
         except AuditRateLimited as refusal:
+            if refusal.code == "audits_per_org":
+                outcome.waiting = waiting.wait_for_slot(sites[index:], user=user, trigger=trigger)
+                outcome.already += len(sites) - index - outcome.waiting
+                break
             if refusal.message not in outcome.reasons:
                 outcome.reasons.append(refusal.message)
-            if refusal.code == "audits_per_org":
-                outcome.refused += len(sites) - index
-                break
             outcome.refused += 1
             continue
         except QueueUnavailable:

@@ -354,7 +354,7 @@ class Writer:
         for plan, site, rows in per_site:
             seen, previous, streak = set(), None, []
             for audit in rows:
-                streak = streak + [audit.pk] if audit.status == "failed" else []
+                streak = streak + [audit] if audit.status == "failed" else []
                 current = alert_summary(audit, plan, streak)
                 for event in alert_rules.detect(previous, current, audit.finished_at):
                     if event.key not in seen:
@@ -524,12 +524,13 @@ def suite_rows(facts) -> list[dict]:
     return rows
 
 
-def alert_summary(audit, plan, streak: list[int]) -> dict:
+def alert_summary(audit, plan, streak: list) -> dict:
     """What tlsaudit.alerts.services.summarize reads from a stored audit."""
     if audit.status != "done":
         return {"audit_id": audit.pk, "site_id": audit.site_id, "status": audit.status, "grade": "", "score": None,
                 "error": audit.error_message, "caps": {}, "findings": {}, "cert": None,
-                "consecutive_failures": len(streak), "failing_since": streak[0] if streak else None}
+                "consecutive_failures": len(streak), "failing_since": streak[0].pk if streak else None,
+                "failing_for_s": (audit.created_at - streak[0].created_at).total_seconds() if streak else 0}
     graded, run = audit.graded, audit.run
     leaf = graded.facts.certificates[0].leaf
     ids = certificate_ids(plan.hostname, plan.certs[run.cert], run.config)
@@ -540,7 +541,7 @@ def alert_summary(audit, plan, streak: list[int]) -> dict:
                      "issuer": leaf.issuer.replace(configs.HOST, plan.hostname),
                      "names": sorted(n.replace(configs.HOST, plan.hostname) for n in leaf.san_dns),
                      "ari_end": None},
-            "consecutive_failures": 0, "failing_since": None}
+            "consecutive_failures": 0, "failing_since": None, "failing_for_s": 0}
 
 
 def json_safe(data: dict) -> dict:

@@ -8,7 +8,7 @@ A summary is a plain dict built from an audit (see tlsaudit/alerts/services.summ
      "cert": {"fingerprint": "ab12…", "not_before": datetime, "not_after": datetime, "subject": "CN=…",
               "issuer": "CN=R11,O=Let's Encrypt,C=US", "names": ["shop.example.com"],
               "ari_end": datetime or None} or None,
-     "consecutive_failures": 0, "failing_since": None}
+     "consecutive_failures": 0, "failing_since": None, "failing_for_s": 0}
 
 Every event carries a dedupe key naming its occurrence (the site, the kind, and what makes
 this one distinct: the audit that introduced it, the certificate and threshold, ...). The
@@ -52,6 +52,9 @@ MAX_RENEWAL_GRACE = timedelta(days=1)
 RENEWAL_GRACE_SHARE = 1 / 12
 ALERT_SEVERITIES = ("critical", "high")
 FAILURES_BEFORE_ALERT = 2
+# ... spanning at least this long from the first failure's start to the latest's: two manual audits a
+# minute apart against a server being restarted are one outage seen twice, not a failing site.
+FAILING_MIN_SPAN = timedelta(hours=1)
 # Best first. T (untrusted) and M (name mismatch) fail the site as F does.
 GRADE_ORDER = ("A+", "A", "A-", "B", "C", "D", "E", "F")
 FAILING_GRADES = ("F", "T", "M")
@@ -222,6 +225,8 @@ def renewal_moved_events(site_id: int, fingerprint: str, ca_name: str, before, a
 
 def failing_events(current: dict) -> list[Event]:
     if current.get("consecutive_failures", 0) < FAILURES_BEFORE_ALERT:
+        return []
+    if current.get("failing_for_s", 0) < FAILING_MIN_SPAN.total_seconds():
         return []
     since, error = current["failing_since"], current.get("error", "")
     return [Event(AUDIT_FAILING, f"site:{current['site_id']}:{AUDIT_FAILING}:since:{since}",

@@ -6,7 +6,8 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from tlsaudit.audits.models import Audit, RenewalInfo
+from tlsaudit.audits import waiting
+from tlsaudit.audits.models import Audit, RenewalInfo, WaitingAudit
 from tlsaudit.audits.queries import UNSHOWN_FIELDS, listed
 from tlsaudit.audits.services import queue_audits
 from tlsaudit.audits.visitor import with_visitor_effects
@@ -45,7 +46,8 @@ def site_list(request, org):
         "polling": any(site.active_audit for site in page.object_list),
         "all_tags": org.tags.order_by("name").values_list("name", flat=True),
         "can_edit": roles.can(org.role, "manage_sites"),
-        "can_run": roles.can(org.role, "run_audits"),
+        "can_run": (can_run := roles.can(org.role, "run_audits")),
+        "audit_budget": waiting.budget(org.pk) if can_run else None,
         "total": page.paginator.count if not (tag or query) else Site.objects.filter(organization=org).count(),
     })
 
@@ -53,11 +55,13 @@ def site_list(request, org):
 def with_active_audits(sites: list) -> list:
     """Each site's queued or running audit status ("" when none), in one query: after "Audit all" the
     rows say what is happening and the table refreshes itself until it is over."""
-    active = dict(Audit.objects.filter(site_id__in=[site.pk for site in sites],
-                                       status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING))
+    ids = [site.pk for site in sites]
+    active = dict(Audit.objects.filter(site_id__in=ids, status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING))
                   .order_by("status").values_list("site_id", "status"))
+    in_line = set(WaitingAudit.objects.filter(site_id__in=ids).values_list("site_id", flat=True))
     for site in sites:
         site.active_audit = active.get(site.pk, "")
+        site.waits_for_slot = site.pk in in_line
     return sites
 
 
@@ -194,16 +198,29 @@ def site_audit_bulk(request, org):
             return redirect("sites:list", org.slug)
         sites = sites.filter(pk__in=ids)   # another organization's ids match nothing here
     outcome = queue_audits(sites, user=request.user)
-    report_bulk(request, outcome)
+    report_bulk(request, outcome, org)
     return redirect("sites:list", org.slug)
 
 
-def report_bulk(request, outcome) -> None:
+def report_bulk(request, outcome, org) -> None:
     started = [f"{outcome.queued} audit{'s' if outcome.queued != 1 else ''} queued"]
     if outcome.already:
-        started.append(f"{outcome.already} already queued or running")
+        started.append(f"{outcome.already} already queued, running or waiting")
     if outcome.unsent:
         started.append(f"{outcome.unsent} saved, starting when the task queue is back")
     messages.success(request, ", ".join(started) + ".")
+    if outcome.waiting:
+        messages.info(request, f"{waiting.waiting_words(outcome.waiting)} {waiting.budget(org.pk).wait_words()}")
     if outcome.refused:
         messages.error(request, f"{outcome.refused} not started: " + " ".join(outcome.reasons))
+
+
+@login_required
+@require_POST
+def site_audit_cancel_waiting(request, org):
+    """Take every audit waiting for a free slot out of line (the ones queued or running go on)."""
+    org = org_for(request, org, "run_audits")
+    cancelled = waiting.cancel(org.pk)
+    messages.success(request, f"{cancelled:,} waiting audit{'s' if cancelled != 1 else ''} cancelled; "
+                              "audits already queued or running go on.")
+    return redirect("sites:list", org.slug)

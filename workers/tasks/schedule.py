@@ -1,6 +1,7 @@
 """Scheduled audits: beat fires one entry per site; the claim per (site, date) makes retries,
 duplicate deliveries and two beats harmless. On the default queue: they only enqueue."""
 
+from tlsaudit.audits import waiting
 from tlsaudit.monitoring import schedules
 from workers.celery import app
 from workers.tasks.transient import DATABASE_DOWN
@@ -16,3 +17,9 @@ def run_scheduled_audit(site_id: int) -> str:
 @app.task(name="workers.tasks.schedule.catch_up", acks_late=False, expires=600)
 def catch_up() -> list[int]:
     return schedules.catch_up()
+
+
+# Every WAITING_AUDITS_SWEEP_SECONDS: audits past the organization's hourly limit start as the hour frees up.
+@app.task(name="workers.tasks.schedule.start_waiting_audits", acks_late=False, expires=120)
+def start_waiting_audits() -> int:
+    return waiting.start_waiting()

@@ -5,8 +5,8 @@ from dataclasses import asdict
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import mixins
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import mixins, serializers
 from rest_framework.response import Response
 
 from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
@@ -42,11 +42,13 @@ from tlsaudit.api.views.common import (
     site_in,
     whole_number,
 )
-from tlsaudit.audits import services
+from tlsaudit.audits import services, waiting
 from tlsaudit.audits.models import Audit
 from tlsaudit.monitoring.history import diff_between
+from tlsaudit.sites.models import Site
 
 RUN_ACTION = "run_audits"   # as the dashboard's "Audit now"
+MAX_BULK_AUDITS = 10_000
 VIEWS = ("compact", "full")
 INCLUDES = ("raw",)
 AUDIT_FILTERS = [
@@ -144,6 +146,74 @@ class SiteAuditList(CsvListMixin, mixins.ListModelMixin, OrgView):
             raise over_quota(limited.code, limited.message, limited.retry_after) from None
         body = AuditSerializer(audit, context={"request": request, "all_fields": True}).data
         return accepted(body, body["url"], existing=not created)
+
+
+class AuditLimitsSerializer(serializers.Serializer):
+    per_hour = serializers.IntegerField(help_text="Manual and API audits the organization may start in any hour "
+                                                  "(nightly audits do not count).")
+    left_this_hour = serializers.IntegerField()
+    waiting = serializers.IntegerField(help_text="Audits in line for a free slot (asked for past the limit).")
+    next_free_at = serializers.DateTimeField(allow_null=True, help_text="When the next slot frees up, if none is "
+                                                                        "left now.")
+    explained = serializers.CharField()
+
+
+def audit_limits_body(organization_id: int) -> dict:
+    budget = waiting.budget(organization_id)
+    return {"per_hour": budget.per_hour, "left_this_hour": budget.left, "waiting": budget.waiting,
+            "next_free_at": budget.next_free_at, "explained": budget.explained()}
+
+
+class BulkAuditRequestSerializer(serializers.Serializer):
+    sites = serializers.ListField(child=serializers.IntegerField(min_value=1), required=False, min_length=1,
+                                  max_length=MAX_BULK_AUDITS, help_text="Ids of the sites to audit.")
+    all = serializers.BooleanField(required=False, default=False, help_text="Audit every site of the organization "
+                                                                             "(instead of `sites`).")
+
+    def validate(self, data):
+        if bool(data.get("sites")) == data["all"]:
+            raise serializers.ValidationError("Give either `sites` (a list of ids) or `all: true`.")
+        return data
+
+
+BulkAuditResultSerializer = inline_serializer("BulkAuditResult", {
+    "queued": serializers.IntegerField(help_text="New audits queued now."),
+    "already": serializers.IntegerField(help_text="Sites with an audit already queued, running or waiting."),
+    "waiting": serializers.IntegerField(help_text="Past the hourly limit: in line for a free slot; each starts "
+                                                  "as the hour frees up, or with the site's nightly audit."),
+    "unsent": serializers.IntegerField(help_text="Saved, sent when the task queue is back."),
+    "refused": serializers.IntegerField(help_text="Refused by a target's own limit (see `reasons`)."),
+    "reasons": serializers.ListField(child=serializers.CharField()),
+    "audit_limits": AuditLimitsSerializer(),
+})
+
+
+class AuditBulk(OrgView):
+    write_action = RUN_ACTION
+    serializer_class = BulkAuditRequestSerializer
+
+    @extend_schema(
+        summary="Audit many sites; past the hourly limit they wait in line",
+        description="Starts an audit of each site as `POST /sites/{id}/audits/` would, under the same limits. Past "
+                    "the organization's hourly limit (`audit_limits.per_hour`) the rest are not refused: they wait "
+                    "in line and start as the hour frees up, or with the site's nightly audit if that comes "
+                    "first. Ids of other organizations' sites are ignored. `GET /organization/` shows the limits "
+                    "beforehand. `Location` lists the organization's queued audits.",
+        request=BulkAuditRequestSerializer, parameters=[IDEMPOTENCY_PARAM],
+        responses={202: BulkAuditResultSerializer})
+    @idempotent
+    def post(self, request):
+        ask = BulkAuditRequestSerializer(data=request.data)
+        ask.is_valid(raise_exception=True)
+        user = acting_user(request)
+        ensure_may_audit(request, user)
+        sites = Site.objects.filter(organization=self.org).order_by("hostname", "https_port", "pk")
+        if not ask.validated_data["all"]:
+            sites = sites.filter(pk__in=ask.validated_data["sites"])
+        outcome = services.queue_audits(sites, user=user, trigger=Audit.Trigger.API)
+        # Location: where the queued audits can be followed.
+        return accepted({**asdict(outcome), "audit_limits": audit_limits_body(self.org.pk)},
+                        request.build_absolute_uri(reverse("api:audit-list") + "?status=queued"))
 
 
 def ensure_may_audit(request, user) -> None:

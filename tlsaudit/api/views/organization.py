@@ -11,6 +11,7 @@ from tlsaudit.api.errors import BadQuery
 from tlsaudit.api.logging import log
 from tlsaudit.api.models import ApiKey
 from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
+from tlsaudit.api.views.audits import AuditLimitsSerializer, audit_limits_body
 from tlsaudit.api.views.sites import sites_of
 from tlsaudit.domain import customca
 from tlsaudit.monitoring.portfolio import renewal_forecast
@@ -36,6 +37,8 @@ class OrganizationSerializer(serializers.Serializer):
                                            "a read-only key as viewer).")
     key_scope = serializers.CharField(allow_null=True, help_text="rw or ro for a key; null for a session.")
     members = MemberSerializer(many=True)
+    audit_limits = AuditLimitsSerializer(help_text="The hourly limit on manual and API audits, what is left of it, "
+                                                   "and how many audits wait in line for a free slot.")
 
 
 class OrganizationView(OrgView):
@@ -47,7 +50,7 @@ class OrganizationView(OrgView):
         members = Membership.objects.filter(organization=org).select_related("user").order_by("user__email")
         body = {"id": org.pk, "name": org.name, "slug": org.slug, "created_at": org.created_at, "role": org.role,
                 "key_scope": request.auth.scope if isinstance(request.auth, ApiKey) else None,
-                "members": members}
+                "members": members, "audit_limits": audit_limits_body(org.pk)}
         return Response(OrganizationSerializer(body).data)
 
 
