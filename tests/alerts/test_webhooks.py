@@ -295,3 +295,35 @@ def test_redeliver_refuses_a_delivery_still_being_tried_or_a_switched_off_webhoo
     with pytest.raises(services.RedeliveryRefused, match="switched off"):
         services.redeliver(first)
     assert hook.deliveries.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_api_redelivers_a_spent_delivery_and_refuses_the_rest(site_a, org_b, webhook_receiver, settings,
+                                                                  django_capture_on_commit_callbacks):
+    """The dashboard's Redeliver, for agencies' tools: 202 with the new attempt, 409 not_redeliverable while
+    it is tried or after it arrived, 404 from another organization, 403 for a read-only key."""
+    from tests.api.conftest import client_with, make_key
+    from tlsaudit.api import keys
+
+    settings.WEBHOOK_RETRY_DELAYS_S = [0]
+    hook = Webhook.objects.create(organization=site_a.organization, url=webhook_receiver.url, secret=SECRET)
+    webhook_receiver.statuses = [503, 503]
+    services.record(site_a, [grade_drop(site_a)])
+    run_every_attempt(hook.deliveries.get().pk)
+    last = hook.deliveries.get(attempt=2)
+    url = f"/api/v1/webhooks/{hook.pk}/deliveries/{last.pk}/redeliver/"
+    assert client_with(make_key(site_a.organization, keys.READ_ONLY)[1]).post(url).status_code == 403
+    assert client_with(make_key(org_b, keys.READ_WRITE)[1]).post(url).status_code == 404
+    api = client_with(make_key(site_a.organization, keys.READ_WRITE)[1])
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        answer = api.post(url)
+    assert answer.status_code == 202, answer.content
+    assert answer.json()["attempt"] == 3 and answer["Location"].endswith(f"/api/v1/webhooks/{hook.pk}/deliveries/")
+    assert len(callbacks) == 1
+    refused = api.post(url)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "not_redeliverable"
+    assert "still being tried" in refused.json()["error"]["message"]
+    deliver_webhook.apply(args=[hook.deliveries.get(attempt=1).pk, 3])
+    arrived = api.post(f"/api/v1/webhooks/{hook.pk}/deliveries/{hook.deliveries.get(attempt=3).pk}/redeliver/")
+    assert arrived.status_code == 409 and "arrived" in arrived.json()["error"]["message"]
+    assert attempts(hook) == [(1, "failed", 503), (2, "failed", 503), (3, "ok", 200)]

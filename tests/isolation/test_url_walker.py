@@ -33,7 +33,8 @@ PUBLIC = {
 # Organization-wide API collections: scoped by the key, no object id to swap.
 API_COLLECTIONS = {"api:organization", "api:portfolio", "api:site-list", "api:site-bulk", "api:audit-list", "api:audit-bulk",
                    "api:loadtest-list", "api:probe-list", "api:report-list", "api:webhook-list",
-                   "api:custom-ca", "api:sites_csv", "api:audits_csv", "api:reports_csv", "api:webhooks_csv"}
+                   "api:custom-ca", "api:sites_csv", "api:audits_csv", "api:reports_csv", "api:webhooks_csv",
+                   "api:digests", "api:digest-send", "api:nightly-run-now"}
 WRITE_METHODS = ("post", "put", "patch", "delete")
 # Pages that answer a POST as if it were a GET (they render, change nothing: the snapshot proves it).
 RENDERS_ON_POST = {"audits:detail", "loadtests:overview", "loadtests:run", "loadtests:verification",
@@ -64,6 +65,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "alerts:delete_webhook": {"pk": o["webhook"].pk}, "alerts:test_webhook": {"pk": o["webhook"].pk},
         "alerts:redeliver": {"pk": o["delivery"].pk},
         "reports:request_portfolio": {}, "reports:request_site": site, "reports:branding": {},
+        "reports:digests": {}, "reports:digest_send_now": {}, "monitoring:run_next_now": {},
         "reports:detail": {"report_id": o["report"].pk}, "reports:download": {"report_id": o["report"].pk},
         "audit_log": {},
         "monitoring:history": site, "monitoring:schedule": site, "monitoring:portfolio": {},
@@ -78,6 +80,7 @@ def kwargs_for(name: str, o: dict) -> dict | None:
         "api:report-detail": {"pk": o["report"].pk}, "api:report-pdf": {"pk": o["report"].pk},
         "api:webhook-detail": {"pk": o["webhook"].pk}, "api:webhook-test": {"pk": o["webhook"].pk},
         "api:webhook-deliveries": {"pk": o["webhook"].pk},
+        "api:webhook-redeliver": {"pk": o["webhook"].pk, "delivery_pk": o["delivery"].pk},
         "api:sites_audits_csv": site, "api:sites_loadtests_csv": site, "api:sites_handshakes_csv": site,
         "api:sites_probes_csv": site, "api:webhooks_deliveries_csv": {"pk": o["webhook"].pk},
     }

@@ -97,11 +97,12 @@ ROUTES = {
     "alerts:redeliver": lambda w: org_kwargs(w, pk=w["delivery"].pk),
     "alerts:unsubscribe": lambda w: org_kwargs(w, token=unsubscribe_token("ops@agency-a.test", w["org"].pk)),
     "reports:request_portfolio": org_kwargs, "reports:request_site": site_kwargs, "reports:branding": org_kwargs,
+    "reports:digests": org_kwargs, "reports:digest_send_now": org_kwargs,
     "reports:detail": lambda w: org_kwargs(w, report_id=w["report"].pk),
     "reports:download": lambda w: org_kwargs(w, report_id=w["report"].pk),
     "audit_log": org_kwargs,
     "monitoring:history": site_kwargs, "monitoring:schedule": site_kwargs,
-    "monitoring:portfolio": org_kwargs, "monitoring:window": org_kwargs,
+    "monitoring:portfolio": org_kwargs, "monitoring:window": org_kwargs, "monitoring:run_next_now": org_kwargs,
     "api_keys:list": org_kwargs, "api_keys:create": org_kwargs,
     "api_keys:revoke": lambda w: org_kwargs(w, pk=1),
 }

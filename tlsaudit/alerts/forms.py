@@ -29,19 +29,24 @@ class AlertSettingsForm(forms.ModelForm):
             self.initial["recipients"] = "\n".join(self.instance.recipients)
 
     def clean_recipients(self):
-        addresses = [a.strip().lower() for a in re.split(r"[\s,;]+", self.cleaned_data["recipients"]) if a.strip()]
-        addresses = list(dict.fromkeys(addresses))
-        bad = []
-        for address in addresses:
-            try:
-                validate_email(address)
-            except ValidationError:
-                bad.append(address)
-        if bad:
-            raise ValidationError(f"Not an email address: {', '.join(bad)}.")
-        if len(addresses) > MAX_RECIPIENTS:
-            raise ValidationError(f"At most {MAX_RECIPIENTS} recipients ({len(addresses)} given).")
-        return addresses
+        return address_list(self.cleaned_data["recipients"], MAX_RECIPIENTS)
+
+
+def address_list(text: str, limit: int) -> list[str]:
+    """Email addresses typed one per line or separated by commas or semicolons: each once, lower-cased,
+    at most `limit`; a ValidationError names the ones that are not addresses."""
+    addresses = list(dict.fromkeys(a.strip().lower() for a in re.split(r"[\s,;]+", text) if a.strip()))
+    bad = []
+    for address in addresses:
+        try:
+            validate_email(address)
+        except ValidationError:
+            bad.append(address)
+    if bad:
+        raise ValidationError(f"Not an email address: {', '.join(bad)}.")
+    if len(addresses) > limit:
+        raise ValidationError(f"At most {limit} recipients ({len(addresses)} given).")
+    return addresses
 
 
 class WebhookForm(forms.ModelForm):

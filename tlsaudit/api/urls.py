@@ -5,7 +5,7 @@ from rest_framework.permissions import AllowAny
 
 from tlsaudit.api import schema  # noqa: F401  registers the OpenAPI extensions before any schema is built
 from tlsaudit.api.base import csv_export
-from tlsaudit.api.views import audits, organization, perf, probes, reports, sites, webhooks
+from tlsaudit.api.views import audits, digests, organization, perf, probes, reports, sites, webhooks
 
 app_name = "api"
 
@@ -44,6 +44,11 @@ urlpatterns = [
     path("webhooks/<int:pk>/", webhooks.WebhookDetail.as_view(), name="webhook-detail"),
     path("webhooks/<int:pk>/test/", webhooks.WebhookTest.as_view(), name="webhook-test"),
     path("webhooks/<int:pk>/deliveries/", webhooks.WebhookDeliveries.as_view(), name="webhook-deliveries"),
+    path("webhooks/<int:pk>/deliveries/<int:delivery_pk>/redeliver/", webhooks.WebhookRedeliver.as_view(),
+         name="webhook-redeliver"),
+    path("digests/", digests.DigestView.as_view(), name="digests"),
+    path("digests/send/", digests.DigestSendNow.as_view(), name="digest-send"),
+    path("nightly/run-now/", digests.NightlyRunNow.as_view(), name="nightly-run-now"),
 ]
 
 # Every list as a CSV file at a path of its own (see base.csv_export): route, list view, operationId, summary.

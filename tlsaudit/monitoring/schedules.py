@@ -238,6 +238,31 @@ def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool 
     return "queued"
 
 
+def run_next_now(org, now: datetime | None = None) -> tuple[int, int]:
+    """"Run tonight's audits now": each scheduled site whose next slot falls within the next 24 hours is
+    audited now, as its scheduled run of that date (so beat skips the slot later, and a second press
+    queues nothing new). Never limited, like the runs it replaces, and bounded by them: at most one per
+    site and date. Returns (queued, already run or claimed)."""
+    now = utc(now or timezone.now())
+    schedules = (SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
+                 .order_by("site_id"))
+    queued = already = 0
+    for schedule in schedules:
+        slot = next_slot(schedule, now)
+        if slot - now > timedelta(days=1):
+            continue   # a weekly site whose day is not tonight
+        outcome = run_scheduled(schedule.site_id, now, run_date=slot.date())
+        queued += outcome == "queued"
+        already += outcome == "duplicate"
+    return queued, already
+
+
+def next_slot(schedule: SiteSchedule, now: datetime) -> datetime:
+    """The earliest time after `now` at which the schedule fires."""
+    step = timedelta(days=7 if schedule.frequency == SiteSchedule.Frequency.WEEKLY else 1)
+    return last_slot(schedule, now) + step
+
+
 def last_slot(schedule: SiteSchedule, now: datetime) -> datetime:
     """The latest time at or before `now` at which the schedule should have fired."""
     now = utc(now)

@@ -10,4 +10,5 @@ urlpatterns = [
 urlpatterns += [
     path("portfolio/", views.portfolio, name="portfolio"),
     path("portfolio/window/", views.schedule_window, name="window"),
+    path("portfolio/run-now/", views.run_next_now, name="run_next_now"),
 ]

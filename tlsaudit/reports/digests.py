@@ -17,16 +17,19 @@ Nothing here imports Playwright or the engines.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core import mail
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
 from tlsaudit.core.emails import SEND_ERRORS, failure_reason, templated_message
 from tlsaudit.core.queue import enqueue, follow_up
+from tlsaudit.core.ratelimits import RateLimited
+from tlsaudit.domain.ratelimit import in_words
 from tlsaudit.reports import services
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
 
@@ -69,11 +72,32 @@ def start_due(now: datetime | None = None) -> list[Report]:
     return started
 
 
-def start(schedule: ReportSchedule, period: str) -> Report | None:
+class SentTooRecently(RateLimited):
+    """A second "Send now" within DIGEST_SEND_NOW_MINUTES (API: 429)."""
+
+
+def send_now(schedule: ReportSchedule, now: datetime | None = None) -> Report:
+    """A digest to the schedule's recipients at once, whatever its frequency (off included): the same
+    PDF and email, its period "now-<minute>", so it neither counts as nor blocks the week's or month's.
+    At most one per DIGEST_SEND_NOW_MINUTES per organization, claimed by one UPDATE."""
+    now = now or timezone.now()
+    if not schedule.recipients:
+        raise ValueError("Add at least one recipient first.")
+    window = timedelta(minutes=settings.DIGEST_SEND_NOW_MINUTES)
+    claimed = (ReportSchedule.objects.filter(pk=schedule.pk)
+               .filter(Q(sent_now_at__isnull=True) | Q(sent_now_at__lte=now - window)).update(sent_now_at=now))
+    if not claimed:
+        last = ReportSchedule.objects.values_list("sent_now_at", flat=True).get(pk=schedule.pk)
+        wait = max(int((last + window - now).total_seconds()) + 1, 1)
+        raise SentTooRecently("digests_per_org", f"A digest was sent now less than {in_words(int(window.total_seconds()))}"
+                              f" ago; the next can be sent in {in_words(wait)}.", wait)
+    return start(schedule, f"now-{now:%Y%m%dT%H%M}", claim=False)
+
+
+def start(schedule: ReportSchedule, period: str, *, claim: bool = True) -> Report | None:
     with transaction.atomic():
-        claimed = (ReportSchedule.objects.filter(pk=schedule.pk).exclude(last_sent_period=period)
-                   .update(last_sent_period=period))
-        if not claimed:
+        if claim and not (ReportSchedule.objects.filter(pk=schedule.pk).exclude(last_sent_period=period)
+                          .update(last_sent_period=period)):
             return None  # another run started this period's digest
         sent = set(DigestDelivery.objects.filter(organization_id=schedule.organization_id, period=period)
                    .values_list("recipient", flat=True))
@@ -128,9 +152,17 @@ def deliver(delivery_id: int) -> str:
 def message(row: DigestDelivery) -> mail.EmailMultiAlternatives:
     org, report = row.organization, row.report
     portfolio = settings.SITE_URL + reverse("monitoring:portfolio", args=[org.slug])
-    weekly = "W" in row.period
-    context = {"org": org, "report": report, "period": row.period, "weekly": weekly, "portfolio_link": portfolio}
+    manage = settings.SITE_URL + reverse("reports:digests", args=[org.slug])
+    context = {"org": org, "report": report, "period": row.period, "kind": period_kind(row.period),
+               "portfolio_link": portfolio, "digests_link": manage}
     email = templated_message("digest", row.recipient, context)
     with report.file.open("rb") as pdf:
         email.attach(report.filename, pdf.read(), "application/pdf")
     return email
+
+
+def period_kind(period: str) -> str:
+    """ "weekly", "monthly" or "requested" (a "Send now"), for the email's words."""
+    if period.startswith("now-"):
+        return "requested"
+    return "weekly" if "W" in period else "monthly"

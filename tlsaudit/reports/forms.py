@@ -4,8 +4,9 @@ import base64
 
 from django import forms
 
+from tlsaudit.alerts.forms import address_list
 from tlsaudit.domain import images
-from tlsaudit.reports.models import MAX_LOGO_BYTES, ReportBranding
+from tlsaudit.reports.models import MAX_DIGEST_RECIPIENTS, MAX_LOGO_BYTES, ReportBranding, ReportSchedule
 
 # PNG and JPEG only, told by their first bytes (not the browser's content type). No SVG: an SVG is a
 # document that can carry script and external references, and the logo is inlined into every PDF.
@@ -49,3 +50,31 @@ class BrandingForm(forms.ModelForm):
         if commit:
             branding.save()
         return branding
+
+
+class DigestForm(forms.ModelForm):
+    recipients = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4, "placeholder": "client@example.com"}),
+        help_text=f"One address per line (or comma-separated), at most {MAX_DIGEST_RECIPIENTS}. They need no account.")
+
+    class Meta:
+        model = ReportSchedule
+        fields = ["frequency", "recipients"]
+        labels = {"frequency": "Send the portfolio PDF"}
+        help_texts = {"frequency": "Sent at 06:00 UTC: weekly on Mondays, monthly on the 1st; the first one at the next "
+                                   "06:00 UTC after you turn it on."}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not self.is_bound:
+            self.initial["recipients"] = "\n".join(self.instance.recipients)
+
+    def clean_recipients(self):
+        return address_list(self.cleaned_data["recipients"], MAX_DIGEST_RECIPIENTS)
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("frequency", ReportSchedule.Frequency.OFF) != ReportSchedule.Frequency.OFF \
+                and not cleaned.get("recipients"):
+            self.add_error("recipients", "Add at least one recipient, or set the digest to Off.")
+        return cleaned

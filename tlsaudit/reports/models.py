@@ -103,6 +103,8 @@ class ReportSchedule(models.Model):
                                   help_text=f"Email addresses, at most {MAX_DIGEST_RECIPIENTS}.")
     last_sent_period = models.CharField(max_length=10, blank=True,
                                         help_text='The last period a digest was started for, e.g. "2026-W47" or "2026-11".')
+    sent_now_at = models.DateTimeField(null=True, blank=True, help_text='The last "Send now" (at most one per '
+                                                                         'DIGEST_SEND_NOW_MINUTES).')
 
     def __str__(self):
         return f"Digest schedule of {self.organization} ({self.frequency})"
@@ -120,7 +122,8 @@ class DigestDelivery(models.Model):
     schedule = models.ForeignKey(ReportSchedule, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="deliveries")
     report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="digest_deliveries")
-    period = models.CharField(max_length=10)
+    period = models.CharField(max_length=20, help_text='"2026-W47", "2026-11", or "now-20261130T0135" for a '
+                                                       '"Send now".')
     recipient = models.EmailField()
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -145,3 +145,26 @@ class WebhookDeliveries(CsvListMixin, mixins.ListModelMixin, OrgView):
                                PAGE_SIZE_PARAM, FIELDS_PARAM])
     def get(self, request, pk):
         return self.list(request)
+
+
+class WebhookRedeliver(OrgView):
+    serializer_class = DeliverySerializer
+    write_action = MANAGE
+
+    @extend_schema(summary="Redeliver a failed webhook delivery",
+                   description="One more attempt of a delivery whose retries are all spent and failed, as the "
+                               "dashboard's Redeliver. 409 `not_redeliverable` while it is still being tried, when "
+                               "it arrived, or when the webhook is switched off.",
+                   request=None, parameters=[IDEMPOTENCY_PARAM],
+                   responses={202: OpenApiResponse(DeliverySerializer, description="The new attempt."),
+                              (503, "application/json"): NOT_QUEUED})
+    @idempotent
+    def post(self, request, pk, delivery_pk):
+        delivery = get_object_or_404(WebhookDelivery.objects.select_related("webhook", "first"),
+                                     webhook__organization=self.org, webhook_id=pk, pk=delivery_pk)
+        try:
+            row = services.redeliver(delivery)
+        except services.RedeliveryRefused as refusal:
+            raise Conflict(str(refusal), code="not_redeliverable") from None
+        return accepted(DeliverySerializer(row).data,
+                        deliveries_url(delivery.webhook))
