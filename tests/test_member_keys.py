@@ -77,3 +77,28 @@ def test_leaving_revokes_your_keys_even_if_you_ask_to_keep_them(login, org_a, ro
 
     assert "The 1 API key they created was revoked." in said(response)
     assert answers(frank_key) == 401
+
+
+def test_a_demoted_admins_read_write_key_does_no_more_than_they_now_may(login, alice, org_a):
+    """A key acts as an admin only while its creator may act as one: demoted to viewer, their read-write
+    key reads but writes nothing; demoted to member, it audits but cannot change the organization."""
+    dora, [dora_key] = admin_with_keys(org_a, "dora@agency-a.test", 1)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {dora_key}")
+    assert client.get("/api/v1/organization/").json()["role"] == "admin"
+    Membership.objects.filter(pk=dora.pk).update(role=roles.VIEWER)
+    assert client.get("/api/v1/organization/").json()["role"] == "viewer"
+    refused = client.post("/api/v1/sites/", {"hostname": "new.agency-a.test"}, format="json")
+    assert refused.status_code == 403
+    assert client.get("/api/v1/webhooks/").json()["results"] == [] and answers(dora_key) == 200
+    Membership.objects.filter(pk=dora.pk).update(role=roles.MEMBER)
+    assert client.post("/api/v1/sites/", {"hostname": "new.agency-a.test"}, format="json").status_code == 201
+    assert client.put("/api/v1/digests/", {"frequency": "off", "recipients": []}, format="json").status_code == 403
+    Membership.objects.filter(pk=dora.pk).update(role=roles.OWNER)
+    assert client.get("/api/v1/organization/").json()["role"] == "admin", "a key never acts as an owner"
+
+
+def test_lesser_role():
+    assert roles.lesser(roles.ADMIN, roles.VIEWER) == roles.VIEWER
+    assert roles.lesser(roles.OWNER, roles.ADMIN) == roles.ADMIN
+    assert roles.lesser(roles.MEMBER, roles.MEMBER) == roles.MEMBER

@@ -30,7 +30,8 @@ def test_the_portfolio_page_has_a_pdf_button_that_queues_the_report(login, alice
     response = login(alice).post(action)
     report = Report.objects.get(organization=org_a, kind="portfolio")
     assert response.status_code == 302 and response["Location"] == report.get_absolute_url()
-    assert 'data-testid="portfolio-pdf"' not in login(bob).get(
+    # Bob, a viewer (the agency's client), gets the PDF of what he sees too (#37 item 11).
+    assert 'data-testid="portfolio-pdf"' in login(bob).get(
         reverse("monitoring:portfolio", args=[org_a.slug])).content.decode()
 
 

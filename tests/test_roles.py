@@ -8,10 +8,11 @@ from tlsaudit.domain.roles import ADMIN, MEMBER, OWNER, VIEWER
 # role -> the actions it may perform; every other action is refused.
 ALLOWED = {
     OWNER: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org", "view_audit_log",
-            "see_alert_targets"},
-    ADMIN: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "see_alert_targets"},
-    MEMBER: {"view", "manage_sites", "run_audits", "see_alert_targets"},
-    VIEWER: {"view"},
+            "see_alert_targets", "request_reports"},
+    ADMIN: {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "see_alert_targets",
+            "request_reports"},
+    MEMBER: {"view", "manage_sites", "run_audits", "see_alert_targets", "request_reports"},
+    VIEWER: {"view", "request_reports"},
 }
 ACTIONS = sorted(roles.PERMISSIONS)
 
@@ -26,7 +27,7 @@ ASSIGNABLE = {
 
 def test_it_knows_exactly_the_actions_this_table_covers():
     assert set(ACTIONS) == {"view", "manage_sites", "run_audits", "manage_members", "manage_org", "delete_org",
-                            "view_audit_log", "see_alert_targets"}
+                            "view_audit_log", "see_alert_targets", "request_reports"}
     assert set(roles.ROLES) == set(ALLOWED) == {value for value, _label in roles.ROLE_CHOICES}
 
 

@@ -43,6 +43,8 @@ RENDERS_ON_POST = {"audits:detail", "loadtests:overview", "loadtests:run", "load
 # Downloads that exist only once a run/probe/report has produced them; their own tests cover them
 # with real results. Everywhere else the owner's control request proves the ids are real.
 NEEDS_RESULTS = {"loadtests:csv", "probes:csv", "reports:download", "api:report-pdf"}
+# What a viewer may start: a PDF of what they can see (#37 item 11). Its test is the one below that counts it.
+VIEWER_MAY_ASK = {"reports:request_portfolio", "reports:request_site"}
 
 
 def kwargs_for(name: str, o: dict) -> dict | None:
@@ -223,7 +225,7 @@ def test_a_viewer_cannot_write_anywhere(client, bob, agency_a):
     wrote = []
     for name in org_scoped():
         kwargs = kwargs_for(name, agency_a)
-        if kwargs is None or name.startswith("api:"):
+        if kwargs is None or name.startswith("api:") or name in VIEWER_MAY_ASK:
             continue
         url = url_of(name, kwargs, org.slug)
         status = client.post(url, {"name": "x", "email": "x@x.test", "role": "owner", "url": "https://x.test/"}).status_code
@@ -232,6 +234,17 @@ def test_a_viewer_cannot_write_anywhere(client, bob, agency_a):
             wrote.append(f"POST {url} ({name}) -> {status}")
     assert not wrote, "\n".join(wrote)
     assert snapshot(org) == before
+
+
+def test_a_viewer_may_ask_for_pdfs_and_nothing_else_changes(client, bob, agency_a):
+    org = agency_a["site"].organization
+    client.force_login(bob)
+    before = snapshot(org)
+    for name in sorted(VIEWER_MAY_ASK):
+        assert client.post(url_of(name, kwargs_for(name, agency_a), org.slug)).status_code == 302, name
+    after = snapshot(org)
+    assert after.pop("reports.Report") == before.pop("reports.Report") + 2
+    assert after == before
 
 
 def test_a_read_only_key_cannot_write_anywhere(agency_a):

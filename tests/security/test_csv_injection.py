@@ -148,7 +148,8 @@ def named_patterns(resolver=None, prefix=""):
 
 
 # API endpoints that never answer CSV: the schema and its docs, the PDF, and POST-only actions.
-NOT_CSV = {"api:schema", "api:docs", "api:report-pdf", "api:site-bulk", "api:loadtest-stop", "api:webhook-test"}
+NOT_CSV = {"api:schema", "api:docs", "api:report-pdf", "api:site-bulk", "api:loadtest-stop", "api:webhook-test",
+           "api:audit-bulk", "api:digest-send", "api:nightly-run-now", "api:webhook-redeliver"}
 
 
 def api_csv_urls(world) -> dict[str, str]:
@@ -162,6 +163,7 @@ def api_csv_urls(world) -> dict[str, str]:
         "api:probe-detail": {"pk": world["probe"].pk}, "api:report-list": {},
         "api:report-detail": {"pk": world["report"].pk}, "api:webhook-list": {},
         "api:webhook-detail": {"pk": world["webhook"].pk}, "api:webhook-deliveries": {"pk": world["webhook"].pk},
+        "api:digests": {},
     }
     urls = {name: reverse(name, kwargs=kw) + "?format=csv" for name, kw in kwargs.items()}
     urls["api:audit-diff"] += f"&against={world['earlier'].pk}"

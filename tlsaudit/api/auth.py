@@ -15,6 +15,7 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from tlsaudit.api import keys
 from tlsaudit.api.models import ApiKey
 from tlsaudit.domain import roles
+from tlsaudit.orgs.models import Membership
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)   # one UPDATE a minute per key, not one per request
 
@@ -78,4 +79,12 @@ def touch(key: ApiKey) -> None:
 
 
 def role_of_key(key: ApiKey) -> str:
-    return roles.VIEWER if key.read_only else roles.ADMIN
+    """A read-only key acts as a viewer, a read-write one as an admin, but never as more than its creator
+    may do now: an admin demoted to viewer leaves keys that only read. A key whose creator left (kept by
+    an owner or admin when removing them) acts with its scope's role."""
+    scope_role = roles.VIEWER if key.read_only else roles.ADMIN
+    if key.created_by_id is None:
+        return scope_role
+    creator_role = (Membership.objects.filter(organization_id=key.organization_id, user_id=key.created_by_id)
+                    .values_list("role", flat=True).first())
+    return roles.lesser(scope_role, creator_role) if creator_role else scope_role

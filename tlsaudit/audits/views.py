@@ -36,6 +36,7 @@ def audit_detail(request, org, pk, audit_id):
     audit = get_object_or_404(Audit.objects.defer(*UNSHOWN_FIELDS), site=site, pk=audit_id)
     audit.site = site
     context = {"org": org, "site": site, "audit": audit, "can_run": roles.can(org.role, "run_audits"),
+               "can_request_pdf": roles.can(org.role, "request_reports"),
                "percent": services.progress_percent(audit), "steps": progress_steps(audit.progress),
                "error_label": error_label(audit.error_code)}
     if audit.status == Audit.Status.DONE:

@@ -9,6 +9,8 @@ PERMISSIONS = {
     "view": {OWNER, ADMIN, MEMBER, VIEWER},
     "manage_sites": {OWNER, ADMIN, MEMBER},   # add, edit, delete sites; run audits
     "run_audits": {OWNER, ADMIN, MEMBER},
+    # A PDF of what the role can already see: the report an agency's client (a viewer) asks for most.
+    "request_reports": {OWNER, ADMIN, MEMBER, VIEWER},
     "manage_members": {OWNER, ADMIN},         # invite, change roles, remove members
     "manage_org": {OWNER, ADMIN},             # name, custom CA, schedules, alerts
     # webhook URLs (a Slack or Teams URL is itself the credential) and alert recipients: not for a client
@@ -16,6 +18,11 @@ PERMISSIONS = {
     "delete_org": {OWNER},
     "view_audit_log": {OWNER},                # who signed in, changed roles, deleted sites, …
 }
+
+
+def lesser(first: str, second: str) -> str:
+    """The role that may do less of the two (ROLES runs from most to least)."""
+    return max(first, second, key=ROLES.index)
 
 
 def can(role: str | None, action: str) -> bool:

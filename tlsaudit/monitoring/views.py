@@ -81,7 +81,8 @@ def _portfolio_context(request, org, window_form=None):
             "tags": org.tags.values_list("name", flat=True), "grades": GRADES, "policy": policy,
             "window_verdict": schedules.window_verdict(policy), "crowded": schedules.crowded_addresses(policy),
             "window_form": window_form, "can_manage_org": roles.can(org.role, "manage_org"),
-            "can_run_audits": roles.can(org.role, "run_audits"), "renewal_share_pct": renewal_share_pct(org)}
+            "can_run_audits": roles.can(org.role, "run_audits"), "renewal_share_pct": renewal_share_pct(org),
+            "can_request_pdf": roles.can(org.role, "request_reports")}
 
 
 def renewal_share_pct(org) -> int:

@@ -18,7 +18,7 @@ RECENT_DELIVERIES = 20
 @login_required
 @require_POST
 def request_site(request, org, pk):
-    org, site = site_for(request, org, pk, "run_audits")
+    org, site = site_for(request, org, pk, "request_reports")
     report, created = services.queue_report(org, site=site, user=request.user)
     if not created:
         messages.info(request, "A report of this site is already being made: here it is.")
@@ -28,7 +28,7 @@ def request_site(request, org, pk):
 @login_required
 @require_POST
 def request_portfolio(request, org):
-    org = org_for(request, org, "run_audits")
+    org = org_for(request, org, "request_reports")
     report, created = services.queue_report(org, user=request.user)
     if not created:
         messages.info(request, "A portfolio report is already being made: here it is.")
@@ -39,7 +39,7 @@ def request_portfolio(request, org):
 def report_detail(request, org, report_id):
     org = org_for(request, org)
     report = get_object_or_404(Report.objects.select_related("site", "organization"), organization=org, pk=report_id)
-    context = {"org": org, "report": report, "can_request": roles.can(org.role, "run_audits")}
+    context = {"org": org, "report": report, "can_request": roles.can(org.role, "request_reports")}
     template = "reports/detail.html#report-status" if request.htmx else "reports/detail.html"
     return render(request, template, context)
 

@@ -29,7 +29,8 @@ from tlsaudit.api.views.common import (
 from tlsaudit.reports import services
 from tlsaudit.reports.models import Report
 
-RUN_ACTION = "run_audits"   # as the dashboard's "Download PDF report" buttons
+# As the dashboard's "Download PDF" buttons: every role, viewers (sessions) included; a read-only key writes nothing.
+REQUEST_ACTION = "request_reports"
 BYTES = ("application/pdf", "application/octet-stream")
 
 
@@ -40,7 +41,7 @@ def reports_of(org):
 class ReportList(CsvListMixin, mixins.ListModelMixin, OrgView):
     serializer_class = ReportSerializer
     csv_name = "reports"
-    write_action = RUN_ACTION
+    write_action = REQUEST_ACTION
 
     def get_queryset(self):
         params = self.request.query_params
