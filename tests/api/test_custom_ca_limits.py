@@ -44,7 +44,7 @@ def post_settings(client, org, pem: str):
     (BOMB, "at most 200,000 are accepted"),
     ("\n".join([ROOT] * (customca.MAX_CERTIFICATES + 1)), "holds 101 certificates; at most 100"),
     (leaf_pem(), "Only CA certificates can be trusted: CN=www.agency-a.test is not a CA"),
-])
+], ids=["too-large", "too-many", "not-a-ca"])   # the PEMs are made at collection: each process makes its own
 def test_the_form_refuses_what_the_api_refuses_and_keeps_the_old_ca(login, alice, org_a, api, pem, words):
     org_a.custom_ca_pem = ROOT
     org_a.save()
