@@ -21,8 +21,12 @@ class Audit(models.Model):
         SCHEDULE = "schedule", "Nightly schedule"
         API = "api", "API"
 
-    site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="audits")
-    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="audits")
+    # No single-column indexes on these two: the composite ones below lead with them, and PostgreSQL picked the
+    # single-column one and sorted the organization's whole history for the API's first page (14.5 ms at
+    # 1,000 sites x 10 nights, 0.28 ms from audit_org_newest_id).
+    site = models.ForeignKey("sites.Site", on_delete=models.CASCADE, related_name="audits", db_index=False)
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="audits",
+                                     db_index=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True)
     trigger = models.CharField(max_length=10, choices=Trigger.choices, default=Trigger.MANUAL)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

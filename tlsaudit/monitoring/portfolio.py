@@ -26,7 +26,7 @@ from django.utils.safestring import mark_safe
 from tlsaudit.domain.diff import GRADE_ORDER, grades_at_or_below, rank
 from tlsaudit.domain.renewals import Forecast, forecast_bounds
 from tlsaudit.domain.text import days_until, expiry_words
-from tlsaudit.sites.models import Site
+from tlsaudit.sites.models import Site, tagged
 
 CALENDAR_DAYS = 90
 PAGE_SIZE = 100
@@ -118,7 +118,7 @@ def matching_sites(org, *, tag: str = "", grade: str = "", grade_max: str = "") 
     """`grade` matches exactly; `grade_max` keeps that grade or worse, as the API's parameters do."""
     sites = Site.objects.filter(organization=org)
     if tag:
-        sites = sites.filter(tags__name=tag)
+        sites = tagged(sites, org.pk, tag)
     if grade:
         sites = sites.filter(last_grade=grade)
     if grade_max in GRADE_ORDER:

@@ -19,6 +19,13 @@ class Tag(models.Model):
         return self.name
 
 
+def tagged(sites, organization_id: int, name: str):
+    """`sites` carrying the organization's tag `name`. The tag is looked up by (organization, name), its
+    unique index: filtering on `tags__name` alone joined every organization's tag of that name (33,000
+    rows for 100 agencies tagging "eu")."""
+    return sites.filter(tags__in=Tag.objects.filter(organization_id=organization_id, name=name).values("pk"))
+
+
 class Site(models.Model):
     """A TLS service to audit (an HTTPS origin unless `service` says otherwise): host name, ports and,
     optionally, the IP to connect to."""

@@ -18,7 +18,7 @@ from tlsaudit.monitoring.history import diff_between
 from tlsaudit.orgs.access import org_for, site_for
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
 from tlsaudit.sites.importer import import_sites, rejected_lines, rows_from_csv, rows_from_lines
-from tlsaudit.sites.models import Site
+from tlsaudit.sites.models import Site, tagged
 
 SORTS = {"host": "hostname", "-host": "-hostname", "name": "name", "-name": "-name",
          "audited": F("last_audit_at").asc(nulls_first=True), "-audited": F("last_audit_at").desc(nulls_last=True),
@@ -32,7 +32,7 @@ def site_list(request, org):
     sites = Site.objects.filter(organization=org).prefetch_related("tags")
     tag = request.GET.get("tag", "").strip().lower()
     if tag:
-        sites = sites.filter(tags__name=tag)
+        sites = tagged(sites, org.pk, tag)
     query = request.GET.get("q", "").strip()
     if query:
         sites = sites.filter(Q(hostname__icontains=query) | Q(name__icontains=query))

@@ -23,7 +23,7 @@ from tlsaudit.audits.models import AuditCertificate, RenewalInfo
 from tlsaudit.audits.renewals import site_history
 from tlsaudit.domain.diff import grades_at_or_below
 from tlsaudit.domain.services import SERVICES
-from tlsaudit.sites.models import Site
+from tlsaudit.sites.models import Site, tagged
 
 MAX_EXPIRY_DAYS = 3650
 SITE_FILTERS = [
@@ -63,10 +63,10 @@ def sites_of(org):
                       renewal_window_moved_from=Subquery(info.values("earlier_from_end")[:1])))
 
 
-def filter_sites(queryset, params):
+def filter_sites(queryset, params, org):
     tag = params.get("tag", "").strip().lower()
     if tag:
-        queryset = queryset.filter(tags__name=tag)
+        queryset = tagged(queryset, org.pk, tag)
     grade = params.get("grade")
     if grade is not None:
         queryset = queryset.filter(last_grade=known_grade("grade", grade))
@@ -109,7 +109,7 @@ class SiteList(CsvListMixin, mixins.ListModelMixin, OrgView):
     csv_name = "sites"
 
     def get_queryset(self):
-        return filter_sites(sites_of(self.org), self.request.query_params)
+        return filter_sites(sites_of(self.org), self.request.query_params, self.org)
 
     @extend_schema(parameters=SITE_FILTERS, summary="List sites")
     def get(self, request):
