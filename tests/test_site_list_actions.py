@@ -53,7 +53,7 @@ def test_audit_all_skips_running_audits_and_puts_the_rest_in_line_past_the_hourl
     page = text(bulk(client, org_a, scope="all", site=[]))
     assert Audit.objects.filter(organization=org_a).count() == 3      # one click each would have stopped there too
     assert "3 audits queued." in page and "not started" not in page
-    assert "1 audit waits for a free slot: they start as the hour frees up (3 an hour" in page
+    assert "1 audit waits for a free slot: it starts as the hour frees up (3 an hour" in page
     assert page.count('data-testid="audit-waiting"') == 1
     page = text(bulk(client, org_a, scope="all"))
     assert "4 already queued, running or waiting" in page and Audit.objects.count() == 3

@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from tests.api.conftest import client_with, make_key
 from tlsaudit.api import keys
@@ -56,7 +57,7 @@ def test_past_the_limit_the_rest_wait_in_line_and_nothing_is_refused(alice, org_
     assert budget.explained() == (
         "Your organization starts at most 3 audits an hour on demand (nightly audits do not count): none left this "
         "hour, the next in 1 hour. 4 audits wait for a free slot: they start as the hour frees up (3 an hour, the "
-        "last in about 2 hours), or with their nightly audit if that comes first.")
+        "last in about 2 hours), or with their sites' nightly audits where those come first.")
 
 
 def test_the_sweep_starts_waiting_audits_oldest_first_as_the_hour_frees_up(alice, org_a, limit_of_3):
@@ -142,8 +143,11 @@ def test_the_api_shows_the_limits_and_bulk_puts_the_rest_in_line(org_a, org_b, a
     assert all(w.trigger == "api" for w in WaitingAudit.objects.all())
 
 
-def test_the_bulk_api_refuses_a_read_only_key_a_viewer_and_a_vague_body(org_a, alice, limit_of_3):
+def test_the_bulk_api_refuses_a_read_only_key_a_viewer_and_a_vague_body(org_a, alice, bob, limit_of_3):
     sites_of(org_a, alice, 2)
+    viewer = APIClient()
+    viewer.force_authenticate(bob)
+    assert viewer.post("/api/v1/audits/bulk/", {"all": True}, format="json").status_code == 403
     read_only = client_with(make_key(org_a, keys.READ_ONLY)[1])
     refused = read_only.post("/api/v1/audits/bulk/", {"all": True}, format="json")
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "read_only_key"
@@ -195,3 +199,21 @@ def test_queue_audit_for_a_waiting_site_clears_its_place(alice, org_a, limit_of_
     Audit.objects.all().delete()
     queue_audit(sites[3], user=alice)
     assert not WaitingAudit.objects.exists()
+
+
+def test_sites_held_back_by_their_targets_limit_do_not_hold_up_the_line(alice, org_a, limit_of_3, settings):
+    """The head of the line waits on a target audited by others (the per-target limit counts every
+    organization): the sites behind it start in the meantime."""
+    settings.AUDIT_LIMIT_PER_TARGET = 1
+    sites = sites_of(org_a, alice, 8)
+    queue_audits(sites, user=alice)
+    blocked = sites[3:5]
+    for site in blocked:
+        Audit.objects.create(site=site, organization=org_a, host=site.hostname, port=443, trigger="api",
+                             status="done", created_at=timezone.now() - timedelta(minutes=70))
+    Audit.objects.filter(site__in=blocked).update(created_at=timezone.now() - timedelta(minutes=1))
+    age(Audit.objects.exclude(site__in=blocked), 61)
+    # two slots are taken by the blocked targets' own audits this hour: one left, and it goes to sites[5]
+    assert waiting.start_waiting() == 1
+    assert Audit.objects.filter(site=sites[5], status="queued").exists()
+    assert set(WaitingAudit.objects.values_list("site_id", flat=True)) == {s.pk for s in (*blocked, *sites[6:])}

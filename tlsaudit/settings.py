@@ -471,8 +471,12 @@ AUDIT_LIMIT_TARGET_MINUTES = env_int("AUDIT_LIMIT_TARGET_MINUTES", 10, minimum=1
 # Audits asked for past the hourly limit wait in line (tlsaudit/audits/waiting.py); beat starts them as
 # the hour frees up, checking this often.
 WAITING_AUDITS_SWEEP_SECONDS = env_int("WAITING_AUDITS_SWEEP_SECONDS", 60, minimum=1)
-# "Send now" on the digests page: at most one extra digest per organization in this many minutes.
+# "Send now" on the digests page: at most one extra digest per organization in this many minutes, and this
+# many a day (each mails every recipient, people outside the agency).
 DIGEST_SEND_NOW_MINUTES = env_int("DIGEST_SEND_NOW_MINUTES", 10, minimum=1)
+DIGEST_SEND_NOW_PER_DAY = env_int("DIGEST_SEND_NOW_PER_DAY", 5, minimum=1)
+# PDF reports asked for per organization per hour (every role may ask; each is a Chromium render).
+REPORT_LIMIT_PER_ORG_HOUR = env_int("REPORT_LIMIT_PER_ORG_HOUR", 20, minimum=1)
 # Browser probes, on top of PROBE_RUNS_PER_DAY: per organization per hour, per host per window.
 PROBE_LIMIT_PER_ORG_HOUR = env_int("PROBE_LIMIT_PER_ORG_HOUR", 10, minimum=1)
 PROBE_LIMIT_PER_TARGET = env_int("PROBE_LIMIT_PER_TARGET", 3, minimum=1)

@@ -118,6 +118,15 @@ def test_failed_audits_minutes_apart_are_one_outage_until_the_streak_spans_an_ho
     assert len(mailoutbox) == 1
 
 
+@pytest.mark.django_db
+def test_the_span_is_an_hour_to_the_minute(recipients, site_a, mailoutbox):
+    done_audit(site_a)
+    first = failed_audit(site_a, 2)
+    assert evaluate_and_email(failed_audit(site_a, 2 - 59 / 60)) == [], "59 minutes after the first: not yet"
+    [event] = evaluate_and_email(failed_audit(site_a, 1))
+    assert (event.payload["failures"], event.payload["failing_since"]) == (3, first.pk)
+
+
 def failed_audit(site, hours_ago: float):
     audit = audit_services.fail(make_audit(site, status="running"), "refused", "Port 443 refused")
     type(audit).objects.filter(pk=audit.pk).update(created_at=audit.created_at - timedelta(hours=hours_ago))

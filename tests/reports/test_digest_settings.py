@@ -6,6 +6,7 @@ Personas: alice owns Agency A, bob is its viewer, charlie owns Agency B; dave is
 
 import email
 import html
+import json
 from datetime import UTC, datetime, timedelta
 from email import policy
 
@@ -27,6 +28,7 @@ from tlsaudit.orgs.models import Membership
 from tlsaudit.reports import digests
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
 from tlsaudit.sites.models import Site
+from workers.tasks.schedule import run_next_now as run_next_now_task
 
 RECIPIENTS = ["client@customer.test", "ops@agency-a.test"]
 NIGHT = datetime(2026, 11, 30, 1, 0, tzinfo=UTC)
@@ -177,7 +179,27 @@ def test_after_tonights_slot_run_now_takes_tomorrows(alice, org_a):
 
 
 @pytest.mark.django_db
-def test_the_run_now_button_is_for_owners_and_admins(login, alice, bob, dave, charlie, org_a):
+def test_run_now_starts_at_the_pools_pace_not_all_at_once(alice, org_a, settings, django_capture_on_commit_callbacks):
+    """Thousands pressed at once would jump ahead of every other organization's night: they start
+    NIGHTLY_MAX_STARTS_PER_MINUTE a minute, each at its site's own second, as the window spreads them."""
+    settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 2
+    sites = [scheduled_site(org_a, alice, n) for n in range(5)]
+    sent_at = datetime.now(UTC)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert schedules.run_next_now(org_a, NIGHT) == (5, 0)
+    ids = set(Audit.objects.values_list("pk", flat=True))
+    # The messages as the broker holds them: each with its ETA.
+    etas = sorted(datetime.fromisoformat(message["headers"]["eta"]) for message in scan_queue()
+                  if json.loads(message["headers"]["argsrepr"])[0] in ids)
+    assert len(etas) == 5
+    minutes = [int((eta - sent_at).total_seconds() // 60) for eta in etas]   # each minute, at its site's second
+    assert minutes == [0, 0, 1, 1, 2], etas
+    assert len(sites) == 5
+
+
+@pytest.mark.django_db
+def test_the_run_now_button_is_for_owners_and_admins_and_queues_a_task(login, alice, bob, dave, charlie, org_a,
+                                                                       django_capture_on_commit_callbacks):
     scheduled_site(org_a, alice, 1)
     url = reverse("monitoring:run_next_now", args=[org_a.slug])
     portfolio = reverse("monitoring:portfolio", args=[org_a.slug])
@@ -187,8 +209,20 @@ def test_the_run_now_button_is_for_owners_and_admins(login, alice, bob, dave, ch
         assert login(user).post(url).status_code == 403
     assert login(charlie).post(url).status_code == 404
     assert not Audit.objects.exists()
-    page = text(login(alice).post(url, follow=True))
-    assert "1 scheduled audit queued now; their slots tonight are skipped." in page
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        page = text(login(alice).post(url, follow=True))
+    assert "The next nightly audits of 1 scheduled site (due within 24 hours) are starting now" in page
+    assert len(sent) == 1, "one task, off the request"
+    assert run_next_now_task.apply(args=[org_a.pk]).get() == [1, 0]
+    assert Audit.objects.get().trigger == "schedule"
+
+
+def scan_queue() -> list[dict]:
+    from workers.celery import app
+
+    with app.connection_for_read() as conn:
+        raw = conn.default_channel.client.lrange("scan", 0, -1)
+    return [json.loads(message) for message in raw]
 
 
 # -- the API ------------------------------------------------------------------------------------
@@ -211,7 +245,8 @@ def test_the_api_reads_and_changes_the_digest_and_hides_addresses_from_read_only
 
 
 @pytest.mark.django_db
-def test_the_api_sends_now_within_its_limit_and_runs_tonight_now(org_a, alice, schedule):
+def test_the_api_sends_now_within_its_limit_and_runs_tonight_now(org_a, alice, schedule,
+                                                               django_capture_on_commit_callbacks):
     api = client_with(make_key(org_a, keys.READ_WRITE, created_by=alice)[1])
     sent = api.post("/api/v1/digests/send/")
     assert sent.status_code == 202, sent.content
@@ -220,8 +255,9 @@ def test_the_api_sends_now_within_its_limit_and_runs_tonight_now(org_a, alice, s
     assert again.status_code == 429 and again.json()["error"]["code"] == "digests_per_org"
     assert 500 <= int(again["Retry-After"]) <= 601
     scheduled_site(org_a, alice, 1)
-    ran = api.post("/api/v1/nightly/run-now/")
-    assert ran.status_code == 202 and ran.json() == {"queued": 1, "already": 0}
+    with django_capture_on_commit_callbacks(execute=False) as started:
+        ran = api.post("/api/v1/nightly/run-now/")
+    assert ran.status_code == 202 and ran.json() == {"due": 1} and len(started) == 1
     read_only = client_with(make_key(org_a, keys.READ_ONLY)[1])
     assert read_only.post("/api/v1/nightly/run-now/").status_code == 403
 
@@ -232,3 +268,17 @@ def test_the_api_refuses_send_now_without_recipients(org_a):
     refused = api.post("/api/v1/digests/send/")
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "no_recipients"
     assert not Report.objects.exists()
+
+
+@pytest.mark.django_db
+def test_send_now_stops_at_its_daily_cap(org_a, schedule, settings):
+    settings.DIGEST_SEND_NOW_PER_DAY = 2
+    for hours_ago in (20, 3):
+        report = Report.objects.create(organization=org_a, kind="portfolio", status="done")
+        row = DigestDelivery.objects.create(organization=org_a, schedule=schedule, report=report,
+                                            period=f"now-{hours_ago}", recipient=RECIPIENTS[0])
+        DigestDelivery.objects.filter(pk=row.pk).update(created_at=datetime.now(UTC) - timedelta(hours=hours_ago))
+    with pytest.raises(digests.SentTooRecently, match="2 digests were already sent now in the last 24 hours"):
+        digests.send_now(schedule)
+    schedule.refresh_from_db()
+    assert schedule.sent_now_at is None and Report.objects.count() == 2

@@ -85,8 +85,32 @@ def test_outsiders_get_404_and_viewers_get_the_pdf_of_what_they_see(login, bob, 
     # The PDF shows what a viewer sees anyway: they ask for it and download it like anyone in the organization.
     client.force_login(bob)
     assert client.get(reverse("reports:detail", args=[org, report.pk])).status_code == 200
-    assert client.get(reverse("reports:download", args=[org, report.pk])).status_code in (200, 404)
+    # Not refused (403) for the role: the file of this hand-made row does not exist, so it answers "gone".
+    assert client.get(reverse("reports:download", args=[org, report.pk])).status_code == 404
     asked = client.post(reverse("reports:request_site", args=[org, site_a.pk]))
     assert asked.status_code == 302 and Report.objects.filter(requested_by=bob, site=site_a).count() == 1
     portfolio = client.get(reverse("monitoring:portfolio", args=[org])).content.decode()
     assert reverse("reports:request_portfolio", args=[org]) in portfolio
+
+
+def test_pdf_reports_are_limited_per_organization_per_hour_for_every_role(login, bob, site_a, settings):
+    """Every role may ask for a PDF, and each is a Chromium render on the queue digests and probes share: an
+    organization asks for at most REPORT_LIMIT_PER_ORG_HOUR an hour (digests do not count)."""
+    from tests.api.conftest import client_with, make_key
+    from tlsaudit.api import keys
+    from tlsaudit.reports.models import DigestDelivery
+
+    settings.REPORT_LIMIT_PER_ORG_HOUR = 2
+    org = site_a.organization
+    digest = Report.objects.create(organization=org, kind="portfolio", status="done")
+    DigestDelivery.objects.create(organization=org, report=digest, period="2026-W48", recipient="a@b.test")
+    Report.objects.create(organization=org, kind="portfolio", status="done")
+    client = login(bob)
+    assert client.post(reverse("reports:request_site", args=[org.slug, site_a.pk])).status_code == 302
+    refused = client.post(reverse("reports:request_portfolio", args=[org.slug]), follow=True)
+    assert "Rate limit: your organization already asked for 2 PDF reports in the last hour." in \
+        refused.content.decode()
+    api = client_with(make_key(org, keys.READ_WRITE)[1])
+    answer = api.post("/api/v1/reports/", {"kind": "portfolio"}, format="json")
+    assert answer.status_code == 429 and answer.json()["error"]["code"] == "reports_per_org"
+    assert Report.objects.filter(organization=org).count() == 3

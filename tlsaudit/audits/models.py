@@ -198,7 +198,8 @@ class WaitingAudit(models.Model):
     when the site's own audit (nightly or another click) is queued first."""
 
     site = models.OneToOneField("sites.Site", on_delete=models.CASCADE, related_name="waiting_audit")
-    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="waiting_audits")
+    organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="waiting_audits",
+                                     db_index=False)   # waiting_audit_org_order leads with it
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                      related_name="+")
     trigger = models.CharField(max_length=10, choices=[(Audit.Trigger.MANUAL, "Manual"), (Audit.Trigger.API, "API")],

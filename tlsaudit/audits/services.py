@@ -71,6 +71,9 @@ def queue_audit(site, *, user=None, trigger=Audit.Trigger.MANUAL, delay_s: int =
     # in the worker counts the address it actually resolved).
     address = (target_address(site) if resolve else known_address(site)) if limited else site.pinned_ip
     with transaction.atomic():
+        # The site's row first: two ways in at once (a click, its nightly run, the waiting line's sweep) see
+        # each other's audit instead of both creating one. Locks: site, then organization, then its line.
+        Site.objects.select_for_update().filter(pk=site.pk).first()
         active = Audit.objects.select_for_update().filter(site=site, status__in=ACTIVE).first()
         if active:
             return active, False

@@ -9,19 +9,24 @@ and the API show before anyone presses the button.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from tlsaudit.audits.models import Audit, WaitingAudit
 from tlsaudit.core.ratelimits import times_since
 from tlsaudit.domain.ratelimit import in_words
+from tlsaudit.orgs.models import Organization
+from tlsaudit.sites.models import Site
 
 HOUR = timedelta(hours=1)
+PASSED_OVER = 100
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,13 +51,18 @@ class Budget:
         if self.waiting:
             return f"{text} {waiting_words(self.waiting)} {self.wait_words()}"
         return (f"{text} Beyond that, audits wait in line and start as the hour frees up, or with the site's "
-                "nightly audit if that comes first.")
+                "nightly audit if it has one and that comes first.")
 
-    def wait_words(self) -> str:
+    def wait_words(self, count: int | None = None) -> str:
+        """What the `count` waiting audits (all of them by default) will do, after "N audits wait"."""
+        count = self.waiting if count is None else count
         hours = self.hours_to_clear
         pace = f"the last in about {hours} hour{'s' if hours != 1 else ''}" if hours else "all within this hour"
+        if count == 1:
+            return (f"for a free slot: it starts as the hour frees up ({self.per_hour} an hour, {pace}), or with "
+                    "its site's nightly audit if that comes first.")
         return (f"for a free slot: they start as the hour frees up ({self.per_hour} an hour, {pace}), or with "
-                "their nightly audit if that comes first.")
+                "their sites' nightly audits where those come first.")
 
     def seconds_to_next_free(self) -> int:
         if self.next_free_at is None:
@@ -80,15 +90,17 @@ def budget(organization_id: int) -> Budget:
 def wait_for_slot(sites, *, user=None, trigger: str = Audit.Trigger.MANUAL) -> int:
     """Put the sites in line; returns how many were put there now (a site with an audit queued, running or
     already waiting is not put there again)."""
-    sites = list(sites)
+    sites, asked_at = list(sites), timezone.now()
     busy = set(Audit.objects.filter(site__in=sites, status__in=(Audit.Status.QUEUED, Audit.Status.RUNNING))
                .values_list("site_id", flat=True))
     busy |= set(WaitingAudit.objects.filter(site__in=sites).values_list("site_id", flat=True))
     rows = [WaitingAudit(site=site, organization_id=site.organization_id, trigger=trigger,
                          requested_by=user if user is not None and user.is_authenticated else None)
             for site in sites if site.pk not in busy]
-    # ignore_conflicts: another request may have put the same site in line a moment ago.
-    return len([row for row in WaitingAudit.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)])
+    # ignore_conflicts: another request may have put the same site in line a moment ago (bulk_create then
+    # still returns every row it was given, so count what is there).
+    WaitingAudit.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    return WaitingAudit.objects.filter(site__in=[row.site for row in rows], requested_at__gte=asked_at).count()
 
 
 def drop(site_id: int) -> None:
@@ -103,40 +115,53 @@ def cancel(organization_id: int) -> int:
 
 def start_waiting() -> int:
     """The beat sweep: for each organization with audits in line, start as many as its hour has room
-    for, oldest first; returns how many audits were queued. A target over its own limit stays in line
-    (its window is minutes); the organization's limit ends that organization's turn."""
+    for, oldest first; returns how many audits were queued. One organization's failure (a deadlock, the
+    database going away) is logged and leaves the others their turn."""
     started = 0
     for organization_id in (WaitingAudit.objects.order_by().values_list("organization_id", flat=True).distinct()):
-        started += start_for(organization_id)
+        try:
+            started += start_for(organization_id)
+        except DatabaseError:
+            log.exception("waiting audits of organization %s: not started this pass", organization_id)
     return started
 
 
 def start_for(organization_id: int) -> int:
+    """Walk the organization's line oldest first until its hour is full. A site whose target is over its
+    own limit (all organizations together, minutes) keeps its place and is passed over, so the sites
+    behind it still start."""
     from tlsaudit.audits.services import AuditRateLimited, queue_audit  # services imports this module
     from tlsaudit.core.queue import QueueUnavailable
 
     room = budget(organization_id).left
-    line = list(WaitingAudit.objects.filter(organization_id=organization_id).order_by("requested_at", "id")
-                .values_list("pk", flat=True)[:room]) if room else []
     started = 0
-    for pk in line:
+    # Room for the ones passed over (a target over its own limit), bounded: a pass is one query and a few.
+    line = list(WaitingAudit.objects.filter(organization_id=organization_id).order_by("requested_at", "id")
+                .values_list("pk", "site_id")[:room * 4 + PASSED_OVER]) if room else []
+    for pk, site_id in line:
         try:
-            started += start_one(pk, queue_audit)
+            started += start_one(pk, site_id, organization_id, queue_audit)
         except AuditRateLimited as refusal:
             if refusal.code == "audits_per_org":
                 break
         except QueueUnavailable:
             started += 1   # committed and marked unsent: the reaper sends it when the broker answers
+        if started >= room:
+            break
     return started
 
 
-def start_one(pk: int, queue_audit) -> int:
-    """Queue one waiting audit and take it out of line, in one transaction (a second sweep skips it)."""
+def start_one(pk: int, site_id: int, organization_id: int, queue_audit) -> int:
+    """Queue one waiting audit and take it out of line, in one transaction, locking in queue_audit's order
+    (site, organization, line) so that a click or a nightly run at the same moment waits instead of
+    deadlocking; a second sweep skips a row the first holds."""
     with transaction.atomic():
+        Site.objects.select_for_update().filter(pk=site_id).first()
+        Organization.objects.select_for_update().filter(pk=organization_id).first()
         waiting = (WaitingAudit.objects.select_for_update(skip_locked=True, of=("self",))
                    .select_related("site", "requested_by").filter(pk=pk).first())
         if waiting is None:
-            return 0
+            return 0   # started by another sweep, or queued another way, meanwhile
         _, created = queue_audit(waiting.site, user=waiting.requested_by, trigger=waiting.trigger, resolve=False)
         waiting.delete()
     return int(created)

@@ -17,6 +17,8 @@ ACTIONS = {
     "org.created": "Organization created",
     "org.settings_changed": "Organization settings changed",
     "site.deleted": "Site deleted",
+    "audits.waiting_cancelled": "Audits waiting for a free slot cancelled",
+    "report.requested": "Digest sent now",
     "webhook.created": "Webhook created",
     "webhook.deleted": "Webhook deleted",
     "api_key.created": "API key created",

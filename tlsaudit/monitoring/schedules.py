@@ -217,9 +217,10 @@ def claim_run(site, run_date: date, *, caught_up: bool = False) -> ScheduledRun 
 
 
 def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool = False,
-                  run_date: date | None = None) -> str:
+                  run_date: date | None = None, delay_s: int | None = None) -> str:
     """Claim the site's run for the (UTC) date and queue its audit, to start at the site's own second
-    of the minute (beat fires every entry at second 0)."""
+    of the minute (beat fires every entry at second 0), or `delay_s` from now. "queued", "active" (an
+    audit of the site was already queued or running: the run is that one), "duplicate" or "skipped"."""
     site = Site.objects.select_related("organization").filter(pk=site_id).first()
     if site is None:
         return "skipped"  # deleted since beat read its entry
@@ -227,30 +228,38 @@ def run_scheduled(site_id: int, now: datetime | None = None, *, caught_up: bool 
     run = claim_run(site, run_date, caught_up=caught_up)
     if run is None:
         return "duplicate"
+    delay_s = nightly.second_of_minute(site.pk) if delay_s is None else delay_s
     try:
-        audit, _ = queue_audit(site, trigger=Audit.Trigger.SCHEDULE, delay_s=nightly.second_of_minute(site.pk))
+        audit, created = queue_audit(site, trigger=Audit.Trigger.SCHEDULE, delay_s=delay_s)
     except QueueUnavailable as refusal:
-        audit = refusal.row  # saved and marked unsent: the reaper sends it once the broker answers
+        audit, created = refusal.row, True  # saved and marked unsent: the reaper sends it once the broker answers
     ScheduledRun.objects.filter(pk=run.pk).update(audit=audit)
-    return "queued"
+    return "queued" if created else "active"
+
+
+def due_within_a_day(org, now: datetime | None = None) -> list[tuple[SiteSchedule, datetime]]:
+    """The organization's scheduled sites whose next slot falls within the next 24 hours, soonest first."""
+    now = utc(now or timezone.now())
+    schedules = (SiteSchedule.objects.filter(site__organization_id=org.pk)
+                 .exclude(frequency=SiteSchedule.Frequency.OFF).order_by("site_id"))
+    due = [(schedule, next_slot(schedule, now)) for schedule in schedules]
+    return sorted(((schedule, slot) for schedule, slot in due if slot - now <= timedelta(days=1)),
+                  key=lambda pair: (pair[1], pair[0].site_id))
 
 
 def run_next_now(org, now: datetime | None = None) -> tuple[int, int]:
     """"Run tonight's audits now": each scheduled site whose next slot falls within the next 24 hours is
     audited now, as its scheduled run of that date (so beat skips the slot later, and a second press
     queues nothing new). Never limited, like the runs it replaces, and bounded by them: at most one per
-    site and date. Returns (queued, already run or claimed)."""
+    site and date. Started at the pool's pace (capacity() a minute, as the window spreads them), not all
+    at once. Runs in a task: a large portfolio is thousands of claims. Returns (queued, already)."""
     now = utc(now or timezone.now())
-    schedules = (SiteSchedule.objects.filter(site__organization=org).exclude(frequency=SiteSchedule.Frequency.OFF)
-                 .order_by("site_id"))
     queued = already = 0
-    for schedule in schedules:
-        slot = next_slot(schedule, now)
-        if slot - now > timedelta(days=1):
-            continue   # a weekly site whose day is not tonight
-        outcome = run_scheduled(schedule.site_id, now, run_date=slot.date())
+    for index, (schedule, slot) in enumerate(due_within_a_day(org, now)):
+        delay_s = index // capacity() * 60 + nightly.second_of_minute(schedule.site_id)
+        outcome = run_scheduled(schedule.site_id, now, run_date=slot.date(), delay_s=delay_s)
         queued += outcome == "queued"
-        already += outcome == "duplicate"
+        already += outcome in ("duplicate", "active")
     return queued, already
 
 

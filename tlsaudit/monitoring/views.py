@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from tlsaudit.alerts.models import AlertSettings
 from tlsaudit.audits.renewals import site_history as renewal_history
+from tlsaudit.core.queue import QueueUnavailable, enqueue
 from tlsaudit.domain import roles
 from tlsaudit.domain.alerts import RENEWAL_SHARE_PCT
 from tlsaudit.domain.text import expiry_words
@@ -107,16 +108,28 @@ def schedule_window(request, org):
 @login_required
 @require_POST
 def run_next_now(request, org):
-    """Owners and admins run the nightly audits due in the next 24 hours now (schedules.run_next_now)."""
+    """Owners and admins run the nightly audits due in the next 24 hours now (schedules.run_next_now, in a
+    task: a large portfolio is thousands of claims)."""
     org = org_for(request, org, "manage_org")
-    queued, already = schedules.run_next_now(org)
-    words = f"{queued} scheduled audit{'s' if queued != 1 else ''} queued now; their slots tonight are skipped."
-    if already:
-        words += f" {already} had already run for that night or were started by an earlier press."
-    if not queued and not already:
-        words = "No scheduled site has an audit due in the next 24 hours."
-    messages.success(request, words)
+    due = len(schedules.due_within_a_day(org))
+    if not due:
+        messages.info(request, "No scheduled site has an audit due in the next 24 hours.")
+        return redirect("monitoring:portfolio", org.slug)
+    try:
+        enqueue(RUN_NEXT_NOW_TASK, org.pk)
+    except QueueUnavailable:
+        messages.error(request, "The task queue is unavailable for a moment: nothing was started. Try again shortly.")
+        return redirect("monitoring:portfolio", org.slug)
+    messages.success(request, run_now_words(due))
     return redirect("monitoring:portfolio", org.slug)
 
 
+def run_now_words(due: int) -> str:
+    sites = f"{due} scheduled site{'s' if due != 1 else ''}"
+    return (f"The next nightly audits of {sites} (due within 24 hours) are starting now, {schedules.capacity()} a "
+            "minute as the window would; those runs are then skipped. Sites whose run for that night already "
+            "started are left as they are.")
+
+
+RUN_NEXT_NOW_TASK = "workers.tasks.schedule.run_next_now"
 GRADES = ("A+", "A", "A-", "B", "C", "D", "E", "F", "T", "M")

@@ -79,19 +79,28 @@ class SentTooRecently(RateLimited):
 def send_now(schedule: ReportSchedule, now: datetime | None = None) -> Report:
     """A digest to the schedule's recipients at once, whatever its frequency (off included): the same
     PDF and email, its period "now-<minute>", so it neither counts as nor blocks the week's or month's.
-    At most one per DIGEST_SEND_NOW_MINUTES per organization, claimed by one UPDATE."""
+    At most one per DIGEST_SEND_NOW_MINUTES (claimed by one UPDATE, in the same transaction as the digest,
+    so a failure leaves no wait behind) and DIGEST_SEND_NOW_PER_DAY per organization."""
     now = now or timezone.now()
     if not schedule.recipients:
         raise ValueError("Add at least one recipient first.")
     window = timedelta(minutes=settings.DIGEST_SEND_NOW_MINUTES)
-    claimed = (ReportSchedule.objects.filter(pk=schedule.pk)
-               .filter(Q(sent_now_at__isnull=True) | Q(sent_now_at__lte=now - window)).update(sent_now_at=now))
-    if not claimed:
-        last = ReportSchedule.objects.values_list("sent_now_at", flat=True).get(pk=schedule.pk)
-        wait = max(int((last + window - now).total_seconds()) + 1, 1)
-        raise SentTooRecently("digests_per_org", f"A digest was sent now less than {in_words(int(window.total_seconds()))}"
-                              f" ago; the next can be sent in {in_words(wait)}.", wait)
-    return start(schedule, f"now-{now:%Y%m%dT%H%M}", claim=False)
+    sent_today = (DigestDelivery.objects.filter(organization_id=schedule.organization_id, period__startswith="now-",
+                                                created_at__gt=now - timedelta(days=1))
+                  .values("report_id").distinct().count())
+    if sent_today >= settings.DIGEST_SEND_NOW_PER_DAY:
+        raise SentTooRecently("digests_per_org", f"{sent_today} digests were already sent now in the last 24 hours, "
+                              f"the most a day; the weekly or monthly one goes as scheduled.", 3600)
+    with transaction.atomic():
+        claimed = (ReportSchedule.objects.filter(pk=schedule.pk)
+                   .filter(Q(sent_now_at__isnull=True) | Q(sent_now_at__lte=now - window)).update(sent_now_at=now))
+        if not claimed:
+            last = ReportSchedule.objects.values_list("sent_now_at", flat=True).get(pk=schedule.pk)
+            wait = max(int((last + window - now).total_seconds()) + 1, 1)
+            raise SentTooRecently("digests_per_org", "A digest was sent now less than "
+                                  f"{in_words(int(window.total_seconds()))} ago; the next can be sent in "
+                                  f"{in_words(wait)}.", wait)
+        return start(schedule, f"now-{now:%Y%m%dT%H%M}", claim=False)
 
 
 def start(schedule: ReportSchedule, period: str, *, claim: bool = True) -> Report | None:

@@ -4,30 +4,42 @@ Celery task (workers/tasks/reports.py) and the CLI; nothing here imports Playwri
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from types import SimpleNamespace
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from tlsaudit.core.queue import QueueUnavailable, enqueue, resend_queued
+from tlsaudit.core.ratelimits import enforce, times_since
+from tlsaudit.orgs.models import Organization
 from tlsaudit.reports import presenters
 from tlsaudit.reports.detached import detached_audit, detached_site
 from tlsaudit.reports.models import Report
 
 RENDER_TASK = "workers.tasks.browser.render_report"
 ACTIVE = (Report.Status.QUEUED, Report.Status.RUNNING)
+HOUR = timedelta(hours=1)
 
 
 def queue_report(org, *, site=None, user=None) -> tuple[Report, bool]:
-    """The same subject's queued or running report if there is one, else a new one sent on commit."""
+    """The same subject's queued or running report if there is one, else a new one sent on commit, within
+    the organization's hourly limit (RateLimited `reports_per_org`: each is a Chromium render on the
+    browser queue the digests and probes share, and every role may ask)."""
     kind = Report.Kind.SITE if site else Report.Kind.PORTFOLIO
     with transaction.atomic():
         active = (Report.objects.select_for_update()
                   .filter(organization=org, site=site, kind=kind, status__in=ACTIVE).first())
         if active:
             return active, False
+        Organization.objects.select_for_update().filter(pk=org.pk).first()   # two clicks, one last slot
+        limit = settings.REPORT_LIMIT_PER_ORG_HOUR
+        asked = Report.objects.filter(organization=org).exclude(digest_deliveries__isnull=False)   # digests apart
+        enforce(times_since(asked, HOUR), limit=limit, window=HOUR, code="reports_per_org",
+                what=f"your organization already asked for {limit} PDF reports")
         report = Report.objects.create(organization=org, site=site, kind=kind,
                                        requested_by=user if user and user.is_authenticated else None)
         enqueue(RENDER_TASK, report.pk, unsent=lambda: fail_unsent(report))

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -6,6 +7,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from tlsaudit.core.auditlog import record
+from tlsaudit.core.ratelimits import RateLimited
 from tlsaudit.domain import roles
 from tlsaudit.orgs.access import org_for, site_for
 from tlsaudit.reports import digests, services
@@ -19,7 +21,11 @@ RECENT_DELIVERIES = 20
 @require_POST
 def request_site(request, org, pk):
     org, site = site_for(request, org, pk, "request_reports")
-    report, created = services.queue_report(org, site=site, user=request.user)
+    try:
+        report, created = services.queue_report(org, site=site, user=request.user)
+    except RateLimited as refusal:
+        messages.error(request, refusal.message)
+        return redirect(site)
     if not created:
         messages.info(request, "A report of this site is already being made: here it is.")
     return redirect(report)
@@ -29,7 +35,11 @@ def request_site(request, org, pk):
 @require_POST
 def request_portfolio(request, org):
     org = org_for(request, org, "request_reports")
-    report, created = services.queue_report(org, user=request.user)
+    try:
+        report, created = services.queue_report(org, user=request.user)
+    except RateLimited as refusal:
+        messages.error(request, refusal.message)
+        return redirect("monitoring:portfolio", org.slug)
     if not created:
         messages.info(request, "A portfolio report is already being made: here it is.")
     return redirect(report)
@@ -95,6 +105,7 @@ def digest_settings(request, org):
         "org": org, "form": form, "schedule": schedule, "can_manage": can_manage, "words": digest_words(schedule),
         "can_see_targets": roles.can(org.role, "see_alert_targets"),
         "deliveries": DigestDelivery.objects.filter(organization=org).order_by("-created_at")[:RECENT_DELIVERIES],
+        "send_now_minutes": settings.DIGEST_SEND_NOW_MINUTES, "send_now_per_day": settings.DIGEST_SEND_NOW_PER_DAY,
     }, status=400 if form.errors else 200)
 
 

@@ -44,6 +44,8 @@ def site_list(request, org):
     return render(request, template, {
         "org": org, "page": page, "tag": tag, "q": query, "sort": sort,
         "polling": any(site.active_audit for site in page.object_list),
+        # A row waiting for a free slot turns "queued" within the hour: look again now and then, not every 3 s.
+        "slow_polling": any(site.waits_for_slot for site in page.object_list),
         "all_tags": org.tags.order_by("name").values_list("name", flat=True),
         "can_edit": roles.can(org.role, "manage_sites"),
         "can_run": (can_run := roles.can(org.role, "run_audits")),
@@ -210,7 +212,8 @@ def report_bulk(request, outcome, org) -> None:
         started.append(f"{outcome.unsent} saved, starting when the task queue is back")
     messages.success(request, ", ".join(started) + ".")
     if outcome.waiting:
-        messages.info(request, f"{waiting.waiting_words(outcome.waiting)} {waiting.budget(org.pk).wait_words()}")
+        messages.info(request, f"{waiting.waiting_words(outcome.waiting)} "
+                               f"{waiting.budget(org.pk).wait_words(outcome.waiting)}")
     if outcome.refused:
         messages.error(request, f"{outcome.refused} not started: " + " ".join(outcome.reasons))
 
@@ -221,6 +224,7 @@ def site_audit_cancel_waiting(request, org):
     """Take every audit waiting for a free slot out of line (the ones queued or running go on)."""
     org = org_for(request, org, "run_audits")
     cancelled = waiting.cancel(org.pk)
+    record("audits.waiting_cancelled", org=org, target=f"{cancelled} audits", request=request)
     messages.success(request, f"{cancelled:,} waiting audit{'s' if cancelled != 1 else ''} cancelled; "
                               "audits already queued or running go on.")
     return redirect("sites:list", org.slug)

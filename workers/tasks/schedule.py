@@ -3,6 +3,7 @@ duplicate deliveries and two beats harmless. On the default queue: they only enq
 
 from tlsaudit.audits import waiting
 from tlsaudit.monitoring import schedules
+from tlsaudit.orgs.models import Organization
 from workers.celery import app
 from workers.tasks.transient import DATABASE_DOWN
 
@@ -23,3 +24,11 @@ def catch_up() -> list[int]:
 @app.task(name="workers.tasks.schedule.start_waiting_audits", acks_late=False, expires=120)
 def start_waiting_audits() -> int:
     return waiting.start_waiting()
+
+
+# "Run tonight's audits now" (owners, admins, the API): thousands of claims for a large portfolio, off the request.
+@app.task(name="workers.tasks.schedule.run_next_now", acks_late=True, autoretry_for=DATABASE_DOWN,
+          retry_backoff=5, retry_backoff_max=300, max_retries=10)
+def run_next_now(organization_id: int) -> list[int]:
+    org = Organization.objects.filter(pk=organization_id).first()
+    return list(schedules.run_next_now(org)) if org else [0, 0]

@@ -12,8 +12,10 @@ from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.logging import log
 from tlsaudit.api.views.common import IDEMPOTENCY_PARAM, NOT_QUEUED, accepted, over_quota
+from tlsaudit.core.queue import enqueue
 from tlsaudit.domain import roles
 from tlsaudit.monitoring import schedules
+from tlsaudit.monitoring.views import RUN_NEXT_NOW_TASK
 from tlsaudit.reports import digests
 from tlsaudit.reports.forms import DigestForm
 from tlsaudit.reports.models import DigestDelivery, ReportSchedule
@@ -124,8 +126,9 @@ class DigestSendNow(OrgView):
 
 
 class NightlyRun(serializers.Serializer):
-    queued = serializers.IntegerField(help_text="Scheduled audits queued now.")
-    already = serializers.IntegerField(help_text="Sites whose run for that night had already started.")
+    due = serializers.IntegerField(help_text="Scheduled sites whose next audit (due within 24 hours) starts now, "
+                                             "at the pool's pace; a site whose run for that night already "
+                                             "started is left as it is.")
 
 
 class NightlyRunNow(OrgView):
@@ -135,11 +138,14 @@ class NightlyRunNow(OrgView):
     @extend_schema(summary="Run tonight's scheduled audits now",
                    description="Each scheduled site whose next audit is due in the next 24 hours is audited now, "
                                "as that night's run: its slot is then skipped, the hourly limit on manual audits "
-                               "does not apply, and a second call starts nothing new. `Location` lists the queued "
-                               "audits.",
-                   request=None, parameters=[IDEMPOTENCY_PARAM], responses={202: NightlyRun})
+                               "does not apply, a second call starts nothing new, and they start at the worker "
+                               "pool's pace (as the window spreads them). Queued by a task; `Location` lists the "
+                               "queued audits.",
+                   request=None, parameters=[IDEMPOTENCY_PARAM],
+                   responses={202: NightlyRun, (503, "application/json"): NOT_QUEUED})
     @idempotent
     def post(self, request):
-        queued, already = schedules.run_next_now(self.org)
-        return accepted({"queued": queued, "already": already},
-                        request.build_absolute_uri(reverse("api:audit-list") + "?status=queued"))
+        due = len(schedules.due_within_a_day(self.org))
+        if due:
+            enqueue(RUN_NEXT_NOW_TASK, self.org.pk)
+        return accepted({"due": due}, request.build_absolute_uri(reverse("api:audit-list") + "?status=queued"))

@@ -24,8 +24,10 @@ from tlsaudit.api.views.common import (
     accepted,
     acting_user,
     choice,
+    over_quota,
     whole_number,
 )
+from tlsaudit.core.ratelimits import RateLimited
 from tlsaudit.reports import services
 from tlsaudit.reports.models import Report
 
@@ -75,8 +77,11 @@ class ReportList(CsvListMixin, mixins.ListModelMixin, OrgView):
     def post(self, request):
         body = ReportRequestSerializer(data=request.data, org=self.org)
         body.is_valid(raise_exception=True)
-        report, created = services.queue_report(self.org, site=body.validated_data.get("site"),
-                                                user=acting_user(request))
+        try:
+            report, created = services.queue_report(self.org, site=body.validated_data.get("site"),
+                                                    user=acting_user(request))
+        except RateLimited as limited:
+            raise over_quota(limited.code, limited.message, limited.retry_after) from None
         data = ReportSerializer(reports_of(self.org).get(pk=report.pk),
                                 context={"request": request, "all_fields": True}).data
         return accepted(data, data["url"], existing=not created)

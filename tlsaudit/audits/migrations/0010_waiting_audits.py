@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('trigger', models.CharField(choices=[('manual', 'Manual'), ('api', 'API')], default='manual', max_length=10)),
                 ('requested_at', models.DateTimeField(auto_now_add=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='waiting_audits', to='orgs.organization')),
+                ('organization', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='waiting_audits', to='orgs.organization')),
                 ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('site', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='waiting_audit', to='sites.site')),
             ],
