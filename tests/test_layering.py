@@ -183,6 +183,13 @@ def test_web_apps_never_import_engines_or_tasks_not_even_lazily():
     assert bad == [], "\n".join(bad)
 
 
+def test_the_web_reaches_the_broker_through_core_queue_only():
+    """One door out of the web process: sending, health checks and queue depth all go through core.queue."""
+    doors = sorted({source for source, target, _, _, _ in import_arrows()
+                    if source.startswith("tlsaudit.") and target.startswith("workers.celery")})
+    assert doors == ["tlsaudit.core.queue"], doors
+
+
 def commented(lines: list[str], node) -> bool:
     """A comment on the import's own lines or on the line just above it."""
     span = lines[node.lineno - 2:(node.end_lineno or node.lineno)]

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from tests.api.conftest import client_with, make_key
 from tlsaudit.api import keys
-from tlsaudit.audits import waiting
+from tlsaudit.audits import sweep, waiting
 from tlsaudit.audits.models import Audit, WaitingAudit
 from tlsaudit.audits.services import queue_audit, queue_audits
 from tlsaudit.monitoring import schedules
@@ -63,13 +63,13 @@ def test_past_the_limit_the_rest_wait_in_line_and_nothing_is_refused(alice, org_
 def test_the_sweep_starts_waiting_audits_oldest_first_as_the_hour_frees_up(alice, org_a, limit_of_3):
     sites = sites_of(org_a, alice, 7)
     queue_audits(sites, user=alice)
-    assert waiting.start_waiting() == 0, "nothing has left the hour yet"
+    assert sweep.start_waiting() == 0, "nothing has left the hour yet"
     age(Audit.objects.all(), 61)
-    assert waiting.start_waiting() == 3
+    assert sweep.start_waiting() == 3
     started = Audit.objects.filter(site__in=sites[3:6])
     assert started.count() == 3 and all(a.trigger == "manual" and a.requested_by == alice for a in started)
     assert list(WaitingAudit.objects.values_list("site_id", flat=True)) == [sites[6].pk]
-    assert waiting.start_waiting() == 0, "the three just started fill the hour again"
+    assert sweep.start_waiting() == 0, "the three just started fill the hour again"
 
 
 def test_a_sites_own_audit_takes_it_out_of_line(alice, org_a, limit_of_3):
@@ -80,7 +80,7 @@ def test_a_sites_own_audit_takes_it_out_of_line(alice, org_a, limit_of_3):
     assert Audit.objects.get(site=sites[3]).trigger == "schedule"
     assert list(WaitingAudit.objects.values_list("site_id", flat=True)) == [sites[4].pk]
     age(Audit.objects.all(), 61)
-    assert waiting.start_waiting() == 1
+    assert sweep.start_waiting() == 1
     assert Audit.objects.filter(site=sites[3]).count() == 1
 
 
@@ -100,7 +100,7 @@ def test_a_target_over_its_own_limit_stays_in_line_and_the_others_go_on(alice, o
     busy = sites[3]
     Audit.objects.create(site=busy, organization=org_a, host=busy.hostname, port=443, trigger="api", status="done")
     age(Audit.objects.exclude(site=busy), 61)
-    assert waiting.start_waiting() == 1
+    assert sweep.start_waiting() == 1
     assert list(WaitingAudit.objects.values_list("site_id", flat=True)) == [busy.pk]
 
 
@@ -175,14 +175,14 @@ def test_two_sweeps_at_once_start_each_waiting_audit_once(alice, org_a, settings
     age(Audit.objects.all(), 61)
     barrier, counts = threading.Barrier(2), []
 
-    def sweep():
+    def run_sweep():
         try:
             barrier.wait()
-            counts.append(waiting.start_waiting())
+            counts.append(sweep.start_waiting())
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=sweep) for _ in range(2)]
+    threads = [threading.Thread(target=run_sweep) for _ in range(2)]
     [t.start() for t in threads]
     [t.join(30) for t in threads]
     assert sum(counts) == 4
@@ -214,6 +214,6 @@ def test_sites_held_back_by_their_targets_limit_do_not_hold_up_the_line(alice, o
     Audit.objects.filter(site__in=blocked).update(created_at=timezone.now() - timedelta(minutes=1))
     age(Audit.objects.exclude(site__in=blocked), 61)
     # two slots are taken by the blocked targets' own audits this hour: one left, and it goes to sites[5]
-    assert waiting.start_waiting() == 1
+    assert sweep.start_waiting() == 1
     assert Audit.objects.filter(site=sites[5], status="queued").exists()
     assert set(WaitingAudit.objects.values_list("site_id", flat=True)) == {s.pk for s in (*blocked, *sites[6:])}

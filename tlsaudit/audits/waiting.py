@@ -1,7 +1,7 @@
 """Audits asked for beyond the organization's hourly limit, kept in line instead of refused.
 
 "Audit all" on 3,000 sites used to queue 30 and refuse the rest in one red line. Now the rest wait here
-(WaitingAudit, one per site) and the beat sweep `start-waiting-audits` starts them, oldest first, as the
+(WaitingAudit, one per site) and the beat sweep `start-waiting-audits` (audits/sweep.py) starts them, oldest first, as the
 hour frees up, under the same limits as a click (queue_audit). A site whose own audit is queued first (its
 nightly run, another click) leaves the line then (queue_audit drops it). The budget is what the pages
 and the API show before anyone presses the button.
@@ -9,24 +9,18 @@ and the API show before anyone presses the button.
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from tlsaudit.audits.models import Audit, WaitingAudit
 from tlsaudit.core.ratelimits import times_since
 from tlsaudit.domain.ratelimit import in_words
-from tlsaudit.orgs.models import Organization
-from tlsaudit.sites.models import Site
 
 HOUR = timedelta(hours=1)
-PASSED_OVER = 100
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,57 +105,3 @@ def drop(site_id: int) -> None:
 def cancel(organization_id: int) -> int:
     deleted, _ = WaitingAudit.objects.filter(organization_id=organization_id).delete()
     return deleted
-
-
-def start_waiting() -> int:
-    """The beat sweep: for each organization with audits in line, start as many as its hour has room
-    for, oldest first; returns how many audits were queued. One organization's failure (a deadlock, the
-    database going away) is logged and leaves the others their turn."""
-    started = 0
-    for organization_id in (WaitingAudit.objects.order_by().values_list("organization_id", flat=True).distinct()):
-        try:
-            started += start_for(organization_id)
-        except DatabaseError:
-            log.exception("waiting audits of organization %s: not started this pass", organization_id)
-    return started
-
-
-def start_for(organization_id: int) -> int:
-    """Walk the organization's line oldest first until its hour is full. A site whose target is over its
-    own limit (all organizations together, minutes) keeps its place and is passed over, so the sites
-    behind it still start."""
-    from tlsaudit.audits.services import AuditRateLimited, queue_audit  # services imports this module
-    from tlsaudit.core.queue import QueueUnavailable
-
-    room = budget(organization_id).left
-    started = 0
-    # Room for the ones passed over (a target over its own limit), bounded: a pass is one query and a few.
-    line = list(WaitingAudit.objects.filter(organization_id=organization_id).order_by("requested_at", "id")
-                .values_list("pk", "site_id")[:room * 4 + PASSED_OVER]) if room else []
-    for pk, site_id in line:
-        try:
-            started += start_one(pk, site_id, organization_id, queue_audit)
-        except AuditRateLimited as refusal:
-            if refusal.code == "audits_per_org":
-                break
-        except QueueUnavailable:
-            started += 1   # committed and marked unsent: the reaper sends it when the broker answers
-        if started >= room:
-            break
-    return started
-
-
-def start_one(pk: int, site_id: int, organization_id: int, queue_audit) -> int:
-    """Queue one waiting audit and take it out of line, in one transaction, locking in queue_audit's order
-    (site, organization, line) so that a click or a nightly run at the same moment waits instead of
-    deadlocking; a second sweep skips a row the first holds."""
-    with transaction.atomic():
-        Site.objects.select_for_update().filter(pk=site_id).first()
-        Organization.objects.select_for_update().filter(pk=organization_id).first()
-        waiting = (WaitingAudit.objects.select_for_update(skip_locked=True, of=("self",))
-                   .select_related("site", "requested_by").filter(pk=pk).first())
-        if waiting is None:
-            return 0   # started by another sweep, or queued another way, meanwhile
-        _, created = queue_audit(waiting.site, user=waiting.requested_by, trigger=waiting.trigger, resolve=False)
-        waiting.delete()
-    return int(created)

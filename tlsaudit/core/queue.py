@@ -86,6 +86,14 @@ def messages_lost() -> bool:
             return False
 
 
+def broker_address() -> str:
+    """Connect to the broker (one try, 2 s) and return its URL with the password masked; raises when it
+    does not answer. For the health check: the web process reaches the broker through this module only."""
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+        return conn.as_uri()
+
+
 def queue_is_empty(task_name: str) -> bool:
     """No message waits in `task_name`'s queue (a queue that does not exist holds none). False when the
     broker cannot be asked: nothing could be sent then anyway."""

@@ -12,10 +12,10 @@ from django.utils import timezone
 from tlsaudit.core import auditlog
 from tlsaudit.core.actions import ACTIONS
 from tlsaudit.core.models import WorkerHeartbeat
+from tlsaudit.core.queue import broker_address
 from tlsaudit.core.unavailable import DATABASE_DOWN
 from tlsaudit.core.unavailable import RETRY_AFTER_SECONDS as OUTAGE_RETRY_AFTER_SECONDS
 from tlsaudit.orgs.access import org_for, orgs_of
-from workers.celery import app
 
 AUDIT_LOG_PAGE_SIZE = 50
 
@@ -89,11 +89,7 @@ def _check_database():
 
 
 def _check_broker():
-    def run():
-        with app.connection_for_write() as conn:
-            conn.ensure_connection(max_retries=1, timeout=2)
-            return conn.as_uri()  # the password is masked
-    return _timed(run)
+    return _timed(broker_address)
 
 
 def _check_worker():

@@ -1,7 +1,7 @@
 """Scheduled audits: beat fires one entry per site; the claim per (site, date) makes retries,
 duplicate deliveries and two beats harmless. On the default queue: they only enqueue."""
 
-from tlsaudit.audits import waiting
+from tlsaudit.audits import sweep
 from tlsaudit.monitoring import schedules
 from tlsaudit.orgs.models import Organization
 from workers.celery import app
@@ -23,7 +23,7 @@ def catch_up() -> list[int]:
 # Every WAITING_AUDITS_SWEEP_SECONDS: audits past the organization's hourly limit start as the hour frees up.
 @app.task(name="workers.tasks.schedule.start_waiting_audits", acks_late=False, expires=120)
 def start_waiting_audits() -> int:
-    return waiting.start_waiting()
+    return sweep.start_waiting()
 
 
 # "Run tonight's audits now" (owners, admins, the API): thousands of claims for a large portfolio, off the request.
