@@ -14,7 +14,6 @@ thread, where kombu's channel lives), not by calling the consumer from the test'
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 import warnings
@@ -48,13 +47,9 @@ class WorkerPool:
             # Its own node name: control commands address one worker, and celery's default test name is
             # per process ("gen<pid>@host"), so every worker of the pool would obey every command.
             self.started += 1
-            root_level = logging.getLogger().level
             self.workers[key] = self.stack.enter_context(start_worker(
                 self.app, pool="threads", concurrency=concurrency, perform_ping_check=False, queues=list(queues),
                 shutdown_timeout=60, hostname=f"pool{self.started}.{os.getpid()}@tests"))
-            # start_worker sets up Celery's logging, which raises the root logger to ERROR for the rest of the
-            # process: every later test's caplog then saw no warning (found when the groups moved tests around).
-            logging.getLogger().setLevel(root_level)
         self.consuming[key] = True
         return self.workers[key]
 
