@@ -10,10 +10,12 @@ RUN_ENV := PATH=$(CURDIR)/$(VENV)/bin:$$PATH DEBUG=1 TLSAUDIT_DEV=1 TLSAUDIT_ALL
 # make test: the real PostgreSQL and Redis of this machine.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tlsaudit
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
-# Two test processes (pytest-xdist); each has its own PostgreSQL database (test_tlsaudit_gwN) and Redis
-# database (tests/support/worker_env.py: 11 and 10 from this 15). The timing-sensitive folders run in one
-# group (--dist=loadgroup), so never two at once.
-TEST_WORKERS ?= 2
+# Three test processes (pytest-xdist) on this project's 2-core machines: the suite mostly waits (servers,
+# browsers, deadlines), and two processes left the cores half idle. Each has its own PostgreSQL database
+# (test_tlsaudit_gwN) and Redis database (tests/support/worker_env.py). The wall-clock tests run in two
+# serial groups (--dist=loadgroup), and while the "timing" group measures, one other busy test at most runs
+# beside it (tests/support/quiet.py, the seats).
+TEST_WORKERS ?= 3
 XDIST := -n $(TEST_WORKERS) --dist=loadgroup
 FUZZ_SECONDS ?= 180
 TEST_ENV := TLSAUDIT_DEV=1 TLSAUDIT_ALLOW_PRIVATE_TARGETS=1 DATABASE_URL=$(TEST_DATABASE_URL) \
@@ -65,7 +67,7 @@ system:  ## Debian packages the tests drive (installed only when missing)
 services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
-test: test-ready  ## the whole suite, 2 processes (25-35 min on 2 cores; the fuzzing phase is `make fuzz`)
+test: test-ready  ## the whole suite, 3 processes (~20-23 min on 2 cores; the fuzzing phase is `make fuzz`)
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m "not fuzz" $(PYTEST_ARGS)
 
 test-fast: test-ready  ## the edit-test loop (4-6.5 min on 2 cores): no worker, browser, fuzz, fault, timing or slow tests; keeps its database

@@ -11,8 +11,9 @@ from django.test import override_settings
 from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
 from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
-# start_worker_on: the session's real Celery workers; live_server: pytest-django's, without Nagle's delay
-pytest_plugins = ["tests.support.workers", "tests.support.live_server"]
+# start_worker_on: the session's real Celery workers; live_server: pytest-django's, without Nagle's delay;
+# quiet: the quiet lock and the seats beside the measurements
+pytest_plugins = ["tests.support.workers", "tests.support.live_server", "tests.support.quiet"]
 
 PASSWORD = "correct horse battery staple"
 TESTS = Path(__file__).resolve().parent
@@ -81,17 +82,6 @@ def _real_services_only():
     engine = settings.DATABASES["default"]["ENGINE"]
     assert "postgresql" in engine, f"tests need PostgreSQL (DATABASE_URL), got {engine}: run `make test`"
     assert settings.CELERY_BROKER_URL.startswith("redis://"), "tests need Redis (REDIS_URL): run `make test`"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """`@pytest.mark.quiet` tests run with nothing else running (tests/support/quiet.py): the lock spans the
-    whole test, its module, package and session fixtures included (another test's first use of a lab or a
-    browser would otherwise start beside the measurement)."""
-    from tests.support.quiet import held
-
-    with held(quiet=item.get_closest_marker("quiet") is not None):
-        yield
 
 
 @pytest.fixture(autouse=True)
