@@ -12,8 +12,7 @@ from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
 from tlsaudit.api.errors import BadQuery, Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.models import ApiKey
-from tlsaudit.api.serializers import ALL_GRADES, ErrorSerializer
-from tlsaudit.api.serializers_audits import (
+from tlsaudit.api.serializers.audits import (
     FULL_FIELDS,
     HEAVY_COLUMNS,
     RAW_FIELDS,
@@ -24,6 +23,7 @@ from tlsaudit.api.serializers_audits import (
     AuditTriggerSerializer,
     AuditWithRawSerializer,
 )
+from tlsaudit.api.serializers.common import ALL_GRADES, ErrorSerializer
 from tlsaudit.api.views.common import (
     EXISTING_HEADER,
     FIELDS_PARAM,

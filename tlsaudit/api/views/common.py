@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from tlsaudit.api.errors import BadQuery, QuotaExceeded
 from tlsaudit.api.models import ApiKey
-from tlsaudit.api.serializers import NotQueuedSerializer
+from tlsaudit.api.serializers.common import NotQueuedSerializer
 from tlsaudit.core.ratelimits import times_since
 from tlsaudit.domain.ratelimit import seconds_until_free
 from tlsaudit.orgs.models import Membership

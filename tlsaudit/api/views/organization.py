@@ -10,7 +10,7 @@ from tlsaudit.api.base import OrgView
 from tlsaudit.api.errors import BadQuery
 from tlsaudit.api.logging import log
 from tlsaudit.api.models import ApiKey
-from tlsaudit.api.serializers import ALL_GRADES, SiteSerializer
+from tlsaudit.api.serializers.common import ALL_GRADES, SiteSerializer
 from tlsaudit.api.views.audits import AuditLimitsSerializer, audit_limits_body
 from tlsaudit.api.views.sites import sites_of
 from tlsaudit.domain import customca

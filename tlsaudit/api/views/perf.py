@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import Conflict, NotApplicable
 from tlsaudit.api.idempotency import idempotent
-from tlsaudit.api.serializers_perf import (
+from tlsaudit.api.serializers.perf import (
     HEAVY_COLUMNS,
     HandshakeRunRequestSerializer,
     LoadRunRequestSerializer,

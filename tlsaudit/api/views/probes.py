@@ -10,7 +10,7 @@ from tlsaudit.api.base import CsvListMixin, OrgView, requested_fields
 from tlsaudit.api.errors import Conflict, NotApplicable
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.models import ApiKey
-from tlsaudit.api.serializers_probes import (
+from tlsaudit.api.serializers.probes import (
     HEAVY_COLUMNS,
     ProbeDetailSerializer,
     ProbeRequestSerializer,

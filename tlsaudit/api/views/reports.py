@@ -13,8 +13,8 @@ from tlsaudit.api import conditional
 from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
-from tlsaudit.api.serializers import ErrorSerializer
-from tlsaudit.api.serializers_reports import ReportRequestSerializer, ReportSerializer
+from tlsaudit.api.serializers.common import ErrorSerializer
+from tlsaudit.api.serializers.reports import ReportRequestSerializer, ReportSerializer
 from tlsaudit.api.views.common import (
     FIELDS_PARAM,
     ID_SCHEMA,

@@ -11,7 +11,7 @@ from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import BadQuery, Conflict, body_of
 from tlsaudit.api.logging import log
 from tlsaudit.api.pagination import ByName
-from tlsaudit.api.serializers import (
+from tlsaudit.api.serializers.common import (
     ALL_GRADES,
     BulkResultSerializer,
     BulkSitesSerializer,

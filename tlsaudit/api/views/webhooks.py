@@ -19,7 +19,7 @@ from tlsaudit.api.base import CsvListMixin, OrgView
 from tlsaudit.api.errors import Conflict
 from tlsaudit.api.idempotency import idempotent
 from tlsaudit.api.logging import log
-from tlsaudit.api.serializers_webhooks import (
+from tlsaudit.api.serializers.webhooks import (
     DeliverySerializer,
     WebhookCreatedSerializer,
     WebhookSerializer,

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.links import object_url
 from tlsaudit.api.optional_fields import OptionalInSchema
-from tlsaudit.api.serializers_perf import ChartSerializer
+from tlsaudit.api.serializers.perf import ChartSerializer
 from tlsaudit.probes.models import Probe
 from tlsaudit.probes.presenters import ERROR_HELP, charts_for, increase_table, page_facts, page_table
 from tlsaudit.probes.services import MIN_SECONDS, VARIANTS, increase_of, increase_pct_of, max_seconds
