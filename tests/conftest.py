@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from tests.support.sites import added_site
 from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
 from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
@@ -189,16 +190,13 @@ def org_b(charlie):
 
 @pytest.fixture
 def site_a(org_a, alice):
-    from tlsaudit.sites.models import Site
-
-    return Site.objects.create(organization=org_a, hostname="shop.example.com", name="Shop", created_by=alice)
+    return added_site(organization=org_a, hostname="shop.example.com", name="Shop", created_by=alice)
 
 
 @pytest.fixture
 def site_b(org_b, charlie):
-    from tlsaudit.sites.models import Site
+    return added_site(organization=org_b, hostname="secret.example.org", name="Secret", created_by=charlie)
 
-    return Site.objects.create(organization=org_b, hostname="secret.example.org", name="Secret", created_by=charlie)
 
 
 @pytest.fixture

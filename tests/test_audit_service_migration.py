@@ -4,8 +4,8 @@ has them, else from its site (queued and failed audits have no facts). Runs the 
 import pytest
 
 from tests.support.migrations import latest, migrate
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
-from tlsaudit.sites.models import Site
 
 BEFORE = [("audits", "0005_audit_runner")]
 AFTER = [("audits", "0006_audit_service")]
@@ -13,8 +13,8 @@ AFTER = [("audits", "0006_audit_service")]
 
 @pytest.mark.django_db(transaction=True)
 def test_existing_audits_take_the_service_of_their_facts_else_of_their_site(org_a):
-    mail = Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25)
-    web = Site.objects.create(organization=org_a, hostname="www.example.com")
+    mail = added_site(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25)
+    web = added_site(organization=org_a, hostname="www.example.com")
     old = migrate(BEFORE).get_model("audits", "Audit")
     failed = old.objects.create(site_id=mail.pk, organization_id=org_a.pk, status="failed", facts=None)
     scanned = old.objects.create(site_id=mail.pk, organization_id=org_a.pk, status="done", facts={"service": "smtps"})

@@ -7,16 +7,16 @@ from django.urls import reverse
 
 from tests.hostile import closed_port, tarpit
 from tests.support import waiting
+from tests.support.sites import added_site
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
-from tlsaudit.sites.models import Site
 from workers.celery import app
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 
 def lab_site(org, tls_lab, name, **extra):
-    return Site.objects.create(organization=org, hostname="localhost", https_port=tls_lab.port(name),
+    return added_site(organization=org, hostname="localhost", https_port=tls_lab.port(name),
                                pinned_ip="127.0.0.1", **extra)
 
 
@@ -75,12 +75,12 @@ def test_a_retried_delivery_does_not_run_an_audit_twice(audit_worker, alice, lab
 def test_bad_targets_end_as_failed_audits_with_a_clear_message(audit_worker, alice, lab_org, tls_lab, kind, code,
                                                               message):
     site = {
-        "closed": lambda: Site.objects.create(organization=lab_org, hostname="localhost", https_port=closed_port(),
+        "closed": lambda: added_site(organization=lab_org, hostname="localhost", https_port=closed_port(),
                                               pinned_ip="127.0.0.1"),
-        "plain_http": lambda: Site.objects.create(organization=lab_org, hostname="localhost",
+        "plain_http": lambda: added_site(organization=lab_org, hostname="localhost",
                                                   https_port=tls_lab.http_port("a_plus_rsa_hsts"),
                                                   pinned_ip="127.0.0.1"),
-        "nxdomain": lambda: Site.objects.create(organization=lab_org, hostname="no-such-site.invalid"),
+        "nxdomain": lambda: added_site(organization=lab_org, hostname="no-such-site.invalid"),
     }[kind]()
     started = time.monotonic()
     audit = wait_finished(services.queue_audit(site, user=alice)[0], timeout=45)
@@ -94,7 +94,7 @@ def test_bad_targets_end_as_failed_audits_with_a_clear_message(audit_worker, ali
 def test_a_silent_server_fails_within_a_minute_and_the_worker_goes_on(audit_worker, alice, lab_org, tls_lab, settings):
     settings.SCAN_NETWORK_TIMEOUT = 2
     with tarpit() as port:
-        silent = Site.objects.create(organization=lab_org, hostname="localhost", https_port=port,
+        silent = added_site(organization=lab_org, hostname="localhost", https_port=port,
                                      pinned_ip="127.0.0.1")
         started = time.monotonic()
         audit = wait_finished(services.queue_audit(silent, user=alice)[0], timeout=60)
@@ -118,9 +118,9 @@ def test_private_targets_are_refused_when_the_guard_is_on(audit_worker, alice, l
 
 def test_two_audits_of_the_same_server_never_run_at_once(audit_worker, alice, lab_org, tls_lab):
     # Two sites (two organizations could own the same server) pointing at one ip:port.
-    other = Site.objects.create(organization=lab_org, hostname="localhost", https_port=tls_lab.port("b_cbc_only"),
+    other = added_site(organization=lab_org, hostname="localhost", https_port=tls_lab.port("b_cbc_only"),
                                 pinned_ip="127.0.0.1", name="again")
-    site = Site.objects.create(organization=lab_org, hostname="127.0.0.1", https_port=tls_lab.port("b_cbc_only"))
+    site = added_site(organization=lab_org, hostname="127.0.0.1", https_port=tls_lab.port("b_cbc_only"))
     first = services.queue_audit(site, user=alice)[0]
     second = services.queue_audit(other, user=alice)[0]
     first, second = wait_finished(first, 90), wait_finished(second, 90)

@@ -5,12 +5,12 @@ import time
 
 import pytest
 
+from tests.support.sites import added_site
 from tlsaudit.alerts.services import failure_streak
 from tlsaudit.audits.models import Audit
 from tlsaudit.core import turns
 from tlsaudit.core.queue import queue_is_empty
 from tlsaudit.core.rediscache import redis_client
-from tlsaudit.sites.models import Site
 from workers.celery import app
 from workers.tasks import gate
 from workers.tasks.audit import address_turn, turn_token
@@ -32,7 +32,7 @@ def empty_line_and_queue():
 @pytest.fixture
 def shared(org_a):
     """Three sites of one organization on one address, one queued audit each."""
-    sites = [Site.objects.create(organization=org_a, hostname=f"site{n}.shared.test", pinned_ip=IP)
+    sites = [added_site(organization=org_a, hostname=f"site{n}.shared.test", pinned_ip=IP)
              for n in range(3)]
     return [Audit.objects.create(site=site, organization=org_a, host=site.hostname, port=443) for site in sites]
 

@@ -9,9 +9,9 @@ from django.db import connection
 from django.utils import timezone
 
 from tests.faults.support import wait_until
+from tests.support.sites import added_site
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
-from tlsaudit.sites.models import Site
 from workers.tasks.heartbeat import heartbeats, keep_alive
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,7 @@ def every_second(settings):
 def claimed(org, count: int) -> list[tuple[int, int]]:
     runs = []
     for index in range(count):
-        site = Site.objects.create(organization=org, hostname=f"beat{index}.example.com")
+        site = added_site(organization=org, hostname=f"beat{index}.example.com")
         audit = Audit.objects.create(site=site, organization=org)
         runs.append((audit.pk, services.claim(audit.pk)))
     return runs

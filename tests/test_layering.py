@@ -2,6 +2,7 @@
 only domain; Django apps never import the engines (the web process must not load sslyze)."""
 
 import ast
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,3 +214,49 @@ def test_task_modules_stay_thin():
     long = {str(path.relative_to(ROOT)): lines for path in modules_under("workers/tasks")
             if (lines := len(path.read_text().splitlines())) > TASK_MODULE_MAX_LINES}
     assert long == {}, f"task modules over {TASK_MODULE_MAX_LINES} lines: {long}"
+
+
+MODEL_SIGNALS = {"pre_save", "post_save", "pre_delete", "post_delete", "m2m_changed", "pre_init", "post_init"}
+# Receivers of model signals allowed, each with the reason it cannot be a call from a service.
+MODEL_RECEIVERS = {
+    ("tlsaudit/monitoring/signals.py", "drop_beat_entry"):
+        "a site's deletion cascades to its schedule inside PostgreSQL, where no model or service code runs",
+}
+
+
+def model_receivers(path: Path) -> set[tuple[str, str]]:
+    """(file, function) of every receiver of a model signal: `@receiver(post_save, ...)` or `post_save.connect(f)`."""
+    found = set()
+    relative = path.relative_to(ROOT).as_posix()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                if (isinstance(decorator, ast.Call) and getattr(decorator.func, "id", "") == "receiver"
+                        and decorator.args and _signal_names(decorator.args[0]) & MODEL_SIGNALS):
+                    found.add((relative, node.name))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect"
+              and _signal_names(node.func.value) & MODEL_SIGNALS):
+            target = node.args[0] if node.args else None
+            found.add((relative, getattr(target, "id", getattr(target, "attr", "?"))))
+    return found
+
+
+def _signal_names(node) -> set[str]:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return set().union(*(_signal_names(n) for n in node.elts))
+    return {getattr(node, "id", getattr(node, "attr", ""))}
+
+
+def test_model_signal_receivers_are_only_the_allowed_ones():
+    """Business logic is called from services, not hidden in a receiver (saleor's rule; issue #32 item 5):
+    a new site's schedule comes from tlsaudit/sites/services.py. The few receivers left say why."""
+    found = set().union(*(model_receivers(p) for folder in OURS for p in modules_under(folder)))
+    assert found == set(MODEL_RECEIVERS), f"receivers of model signals not in the allow-list: {found - set(MODEL_RECEIVERS)}"
+
+
+def test_the_receiver_finder_finds_both_spellings(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    module = tmp_path / "m.py"
+    module.write_text("@receiver(post_save, sender=X)\ndef a(**kw): pass\n\npost_delete.connect(b, sender=Y)\n"
+                      "@receiver(user_logged_in)\ndef c(**kw): pass\n")
+    assert model_receivers(module) == {("m.py", "a"), ("m.py", "b")}

@@ -8,6 +8,7 @@ import re
 from django.urls import reverse
 from django.utils import timezone
 
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
 from tlsaudit.sites.models import Site
 
@@ -18,7 +19,7 @@ def text(response) -> str:
 
 def lab_sites(org, user, count=3):
     """lab.test on several ports, all pinned to one address: the case where rows looked alike."""
-    return [Site.objects.create(organization=org, hostname="lab.test", https_port=8443 + i, pinned_ip="127.0.0.1",
+    return [added_site(organization=org, hostname="lab.test", https_port=8443 + i, pinned_ip="127.0.0.1",
                                 created_by=user) for i in range(count)]
 
 

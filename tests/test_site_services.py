@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tests.domain.test_service_grading import service_facts
 from tests.loadtests.conftest import verify
+from tests.support.sites import added_site
 from tlsaudit.alerts.models import AlertEvent, Webhook, WebhookDelivery
 from tlsaudit.alerts.services import alert_message, webhook_body
 from tlsaudit.audits.models import Audit
@@ -35,7 +36,7 @@ def post_site(client, org, **data):
 
 @pytest.fixture
 def mail_site(org_a, alice):
-    return Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25,
+    return added_site(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25,
                                created_by=alice)
 
 
@@ -122,7 +123,7 @@ def test_editing_an_smtp_site_shows_its_url_and_keeps_its_service(login, alice, 
 
 
 def test_an_ipv6_ldap_site_is_edited_as_a_url_that_parses_back(org_a):
-    site = Site.objects.create(organization=org_a, hostname="2001:db8::1", service="ldap", https_port=389)
+    site = added_site(organization=org_a, hostname="2001:db8::1", service="ldap", https_port=389)
     form = SiteForm(instance=site, org=org_a)
     assert form.initial["address"] == "ldap://[2001:db8::1]"
     assert SiteForm({"address": form.initial["address"], "https_port": "389"}, instance=site, org=org_a,
@@ -206,7 +207,7 @@ def test_the_performance_tab_disables_each_start_with_its_reason(login, alice, o
 
 
 def test_an_smtps_site_may_time_handshakes_but_not_load_test(login, alice, org_a):
-    site = Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtps", https_port=465)
+    site = added_site(organization=org_a, hostname="mail.example.com", service="smtps", https_port=465)
     page = text(login(alice).get(reverse("loadtests:overview", args=[org_a.slug, site.pk])))
     assert 'data-testid="start-load" disabled' in page
     assert 'data-testid="start-handshakes">Start' in page

@@ -5,6 +5,7 @@ import html
 import pytest
 from django.urls import reverse
 
+from tlsaudit.monitoring.models import SiteSchedule
 from tlsaudit.sites.models import Site
 
 
@@ -140,6 +141,8 @@ def test_it_imports_a_pasted_list_and_reports_each_line(login, alice, org_a, sit
     hosts = set(Site.objects.filter(organization=org_a).values_list("hostname", "https_port"))
     assert hosts == {("shop.example.com", 443), ("example.com", 443), ("api.example.com", 8443)}
     assert Site.objects.get(hostname="api.example.com").tags.get().name == "imported"
+    assert set(SiteSchedule.objects.filter(site__organization=org_a).values_list("site__hostname", flat=True)) == {
+        "shop.example.com", "example.com", "api.example.com"}   # every imported site has its nightly schedule
 
 
 def test_it_imports_a_csv_with_header_and_columns(login, alice, org_a):

@@ -14,12 +14,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from tests.api.conftest import client_with, make_key
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits import sweep, waiting
 from tlsaudit.audits.models import Audit, WaitingAudit
 from tlsaudit.audits.services import queue_audit, queue_audits
 from tlsaudit.monitoring import schedules
-from tlsaudit.sites.models import Site
 from workers.celery import app
 from workers.tasks.schedule import start_waiting_audits
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db
 
 
 def sites_of(org, user, count, prefix="s"):
-    return [Site.objects.create(organization=org, hostname=f"{prefix}{n}.agency.test", created_by=user)
+    return [added_site(organization=org, hostname=f"{prefix}{n}.agency.test", created_by=user)
             for n in range(count)]
 
 

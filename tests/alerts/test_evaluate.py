@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from tests.domain.factories import NOW, deployment, rsa_cert
+from tests.support.sites import added_site
 from tests.test_audit_views import done_audit, make_audit
 from tlsaudit.alerts import services
 from tlsaudit.alerts.models import AlertEvent, AlertSettings
@@ -160,7 +161,7 @@ def test_an_audit_deleted_before_evaluation_is_skipped(site_a):
 def test_the_daily_check_alerts_expiry_for_sites_not_audited_today(recipients, site_a, org_a, mailoutbox):
     from tlsaudit.sites.models import Site
 
-    other = Site.objects.create(organization=org_a, hostname="fresh.example.com")
+    other = added_site(organization=org_a, hostname="fresh.example.com")
     for site in (site_a, other):
         audit = done_audit(site, cert=deployment(rsa_cert(not_before=NOW - timedelta(days=90),
                                                           not_after=NOW + timedelta(days=6))))

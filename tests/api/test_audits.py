@@ -11,6 +11,7 @@ import pytest
 from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import done_audit, queries_of
 from tests.domain.factories import deployment
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.api.models import IdempotencyRecord
 from tlsaudit.audits.models import Audit
@@ -24,7 +25,6 @@ from tlsaudit.domain.scanfacts import (
     PostQuantum,
     Revocation,
 )
-from tlsaudit.sites.models import Site
 
 AUDITS = "/api/v1/audits/"
 
@@ -73,7 +73,7 @@ def test_it_lists_the_organizations_audits_newest_first_in_compact_form(api, sit
 
 
 def test_a_sites_list_has_only_that_sites_audits(api, org_a, site_a):
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     mine = done_audit(site_a, at=day(1))
     done_audit(other, at=day(2))
     assert ids(api.get(site_audits(site_a))) == [mine.pk]
@@ -199,7 +199,7 @@ def test_an_idempotency_key_replays_the_first_answer(api, org_a, site_a):
 
 
 def test_the_same_idempotency_key_for_another_request_is_refused(api, org_a, site_a):
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     headers = {"HTTP_IDEMPOTENCY_KEY": "once"}
     assert api.post(site_audits(site_a), **headers).status_code == 202
     response = api.post(site_audits(other), **headers)
@@ -426,7 +426,7 @@ def test_without_a_key_it_answers_401(client, site_a):
 def test_an_audit_started_over_the_api_is_run_by_the_worker(audit_worker, lab_org, alice, tls_lab):
     import time
 
-    site = Site.objects.create(organization=lab_org, hostname="localhost", https_port=tls_lab.port("b_tls10_enabled"),
+    site = added_site(organization=lab_org, hostname="localhost", https_port=tls_lab.port("b_tls10_enabled"),
                                pinned_ip="127.0.0.1")
     client = client_with(make_key(lab_org, keys.READ_WRITE, "ci", created_by=alice)[1])
     response = client.post(site_audits(site), HTTP_IDEMPOTENCY_KEY="run-1")

@@ -11,9 +11,9 @@ from django.utils import timezone
 from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import queries_of
 from tests.probes.conftest import browser_worker, probe_site, wait_finished  # noqa: F401
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.probes.models import Probe
-from tlsaudit.sites.models import Site
 
 
 def probes(site) -> str:
@@ -44,7 +44,7 @@ def creator_api(org_a, alice):
 # --- lists ---------------------------------------------------------------------------------------
 
 def test_a_sites_probes_are_listed_newest_first_and_filtered(api, org_a, site_a):
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     done, running = make_probe(site_a), make_probe(site_a, status="running", loads_done=2)
     make_probe(other)
     assert ids(api.get(probes(site_a))) == [running.pk, done.pk]

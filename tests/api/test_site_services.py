@@ -5,6 +5,7 @@ import pytest
 
 from tests.api.conftest import client_with, error_of, make_key
 from tests.loadtests.conftest import verify
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.probes.models import Probe
@@ -15,7 +16,7 @@ SITES = "/api/v1/sites/"
 
 @pytest.fixture
 def mail_site(org_a):
-    return Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25,
+    return added_site(organization=org_a, hostname="mail.example.com", service="smtp", https_port=25,
                                name="Mail")
 
 
@@ -107,7 +108,7 @@ def test_load_tests_sweeps_and_starttls_handshakes_answer_400_not_applicable(api
 
 
 def test_an_implicit_tls_service_may_time_handshakes(api, org_a, django_capture_on_commit_callbacks):
-    site = Site.objects.create(organization=org_a, hostname="mail.example.com", service="smtps", https_port=465)
+    site = added_site(organization=org_a, hostname="mail.example.com", service="smtps", https_port=465)
     verify(site)
     with django_capture_on_commit_callbacks(execute=False):
         response = api.post(f"{SITES}{site.pk}/handshakes/", {"agents_levels": [1], "per_agent": 1}, format="json")

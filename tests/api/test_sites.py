@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from tests.api.conftest import error_of
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit, AuditCertificate
 from tlsaudit.sites.models import Site, Tag
 
@@ -13,7 +14,7 @@ SITES = "/api/v1/sites/"
 
 
 def add_site(org, hostname, *, grade="", status="", tags=(), expires_in_days=None, **extra):
-    site = Site.objects.create(organization=org, hostname=hostname, last_grade=grade, last_audit_status=status,
+    site = added_site(organization=org, hostname=hostname, last_grade=grade, last_audit_status=status,
                                **extra)
     site.tags.set([Tag.objects.get_or_create(organization=org, name=t)[0] for t in tags])
     if expires_in_days is not None:
@@ -115,7 +116,7 @@ def test_it_exports_every_matching_site_as_csv(api, org_a):
 
 
 def test_csv_cells_never_start_a_formula(api, org_a):
-    Site.objects.create(organization=org_a, hostname="ok.example", name="=HYPERLINK(\"http://evil\")")
+    added_site(organization=org_a, hostname="ok.example", name="=HYPERLINK(\"http://evil\")")
     text = b"".join(api.get(SITES, {"format": "csv"}).streaming_content).decode()
     assert "'=HYPERLINK" in text
 
@@ -128,6 +129,7 @@ def test_it_creates_a_site_like_the_dashboard_form(api, org_a):
     assert body["hostname"] == "xn--bcher-kva.example" and body["display_hostname"] == "bücher.example"
     assert body["tags"] == ["client-a"] and response["Location"] == body["url"]
     assert Site.objects.get(pk=body["id"]).organization == org_a
+    assert Site.objects.get(pk=body["id"]).schedule.frequency == "nightly"   # as every added site (sites/services.py)
 
 
 @pytest.mark.parametrize("payload, field, words", [

@@ -14,6 +14,7 @@ from tests.api.conftest import client_with, make_key
 from tests.conftest import make_user
 from tests.e2e.test_layout import signed_in_context, visit
 from tests.support import waiting
+from tests.support.sites import added_site
 from tests.test_member_keys import answers
 from tlsaudit.api import keys
 from tlsaudit.api.services import create_key
@@ -67,7 +68,7 @@ def test_audit_all_says_the_limit_first_and_puts_the_rest_in_line(open_as, team,
     """Item 4: 5 sites, a limit of 3 an hour: the limit is said before the click, 3 start and 2 wait."""
     settings.AUDIT_LIMIT_PER_ORG_HOUR = 3
     for n in range(5):
-        Site.objects.create(organization=org_a, hostname=f"client{n}.agency.test", created_by=team["owner"])
+        added_site(organization=org_a, hostname=f"client{n}.agency.test", created_by=team["owner"])
     url = reverse("sites:list", args=[org_a.slug])
     for role in ("admin", "member"):
         page = open_as(team[role], url)
@@ -126,7 +127,7 @@ def test_digests_and_tonights_audits_are_run_by_owners_and_admins(open_as, team,
     assert "customer.test" not in viewer.inner_text("main")
 
     start_worker_on(["default"])   # "Run tonight's audits now" is a task
-    site = Site.objects.create(organization=org_a, hostname="nightly.agency.test", created_by=team["owner"])
+    site = added_site(organization=org_a, hostname="nightly.agency.test", created_by=team["owner"])
     slot = timezone.now() + timedelta(hours=2)
     SiteSchedule.objects.update_or_create(site=site, defaults={"hour": slot.hour, "minute": slot.minute})
     portfolio = reverse("monitoring:portfolio", args=[org_a.slug])

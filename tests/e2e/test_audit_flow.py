@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
 from tests.hostile import closed_port
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
-from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -60,7 +60,7 @@ def test_it_shows_the_progress_then_the_report_in_place(page, console_errors, st
                                                         tls_lab, screenshot_dir):
     # Given alice, owner of Agency A, on the page of a site served by the lab's TLS 1.0 server
     expected = tls_lab.spec("b_tls10_enabled")
-    site = Site.objects.create(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
+    site = added_site(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
                                https_port=tls_lab.port("b_tls10_enabled"), name="Legacy shop", created_by=alice)
     log_in(page, alice)
     page.goto(site.get_absolute_url())
@@ -136,7 +136,7 @@ def test_it_shows_the_progress_then_the_report_in_place(page, console_errors, st
 def test_it_explains_a_refused_connection_and_retries(page, console_errors, start_audit_worker, alice, lab_org,
                                                      screenshot_dir):
     # Given a site whose HTTPS port nobody listens on, and a worker
-    site = Site.objects.create(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
+    site = added_site(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
                                https_port=closed_port(), created_by=alice)
     start_audit_worker()
     log_in(page, alice)
@@ -171,7 +171,7 @@ def test_it_explains_a_refused_connection_and_retries(page, console_errors, star
 
 def test_it_lists_the_finished_checks_while_an_audit_runs(page, console_errors, alice, lab_org, screenshot_dir):
     # Given an audit half-way through (a real scan of the lab takes about a second: too quick to photograph)
-    site = Site.objects.create(organization=lab_org, hostname="shop.agency-a.example", name="Shop",
+    site = added_site(organization=lab_org, hostname="shop.agency-a.example", name="Shop",
                                created_by=alice)
     audit = Audit.objects.create(site=site, organization=lab_org, status="running", requested_by=alice,
                                  host=site.hostname, port=443, attempts=1, progress=HALF_DONE,

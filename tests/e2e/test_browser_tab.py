@@ -8,8 +8,8 @@ from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
 from tests.support.probe_site import start_probe_site
+from tests.support.sites import added_site
 from tlsaudit.probes.models import Probe
-from tlsaudit.sites.models import Site
 
 
 def log_in(page, user):
@@ -27,7 +27,7 @@ def probed_site(org_a):
     with start_probe_site() as probe_site:
         org_a.custom_ca_pem = probe_site.ca_pem
         org_a.save()
-        yield Site.objects.create(organization=org_a, hostname=probe_site.host, https_port=probe_site.https_port,
+        yield added_site(organization=org_a, hostname=probe_site.host, https_port=probe_site.https_port,
                                   http_port=probe_site.http_port, pinned_ip=probe_site.ip, name="Shop front page")
 
 

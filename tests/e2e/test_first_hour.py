@@ -6,6 +6,7 @@ import pytest
 from django.urls import reverse
 
 from tests.e2e.test_layout import WIDTHS, signed_in_context, visit
+from tests.support.sites import added_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -15,11 +16,10 @@ def two_ports(org_a, alice):
     """Production on lab.test:443 and staging on lab.test:8443, each audited, the staging one alerted."""
     from tests.api.factories import done_audit
     from tlsaudit.alerts.models import AlertEvent
-    from tlsaudit.sites.models import Site
 
     sites = {}
     for port in (443, 8443):
-        site = Site.objects.create(organization=org_a, hostname="lab.test", https_port=port, created_by=alice)
+        site = added_site(organization=org_a, hostname="lab.test", https_port=port, created_by=alice)
         sites[port] = (site, done_audit(site))
     staging = sites[8443][0]
     AlertEvent.objects.create(organization=org_a, site=staging, kind="cert_expiry", dedupe_key="x",
@@ -84,7 +84,7 @@ def test_audit_all_shows_each_row_queued_then_its_grade_without_a_reload(browser
     from tlsaudit.audits.models import Audit
     from tlsaudit.sites.models import Site
 
-    sites = [Site.objects.create(organization=org_a, hostname=f"s{n}.example.com", created_by=alice) for n in (1, 2)]
+    sites = [added_site(organization=org_a, hostname=f"s{n}.example.com", created_by=alice) for n in (1, 2)]
     for width in WIDTHS:
         Audit.objects.all().delete()
         Site.objects.filter(pk__in=[s.pk for s in sites]).update(last_audit=None, last_audit_at=None,
@@ -114,9 +114,8 @@ def test_the_site_list_shows_the_grade_on_a_phone_and_the_run_forms_wait_for_the
     """#30 item 9: at 390 px the Grade column was off-screen; the Performance forms ran labels together
     ("Keep-alive (-k) Repeats") and stayed enabled before ownership was proved (Start answered 400)."""
     from tests.api.factories import done_audit
-    from tlsaudit.sites.models import Site
 
-    site = Site.objects.create(organization=org_a, hostname="a-rather-long-host-name.agency-a.example",
+    site = added_site(organization=org_a, hostname="a-rather-long-host-name.agency-a.example",
                                name="A client with a long name", created_by=alice)
     done_audit(site)
     for width in WIDTHS:

@@ -9,6 +9,7 @@ from django.core import mail
 from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
+from tests.support.sites import added_site
 from tlsaudit.accounts.models import User
 from tlsaudit.domain import roles
 from tlsaudit.orgs.models import Membership
@@ -38,7 +39,7 @@ def add_more_sites(org, user):
         ("staging.acme-client.example", "", 8443, "192.0.2.10", []),
         ("blog.client-b.example", "Client B blog", 443, None, [client_b, production]),
     ]:
-        site = Site.objects.create(organization=org, hostname=hostname, name=name, https_port=port,
+        site = added_site(organization=org, hostname=hostname, name=name, https_port=port,
                                    pinned_ip=ip, created_by=user)
         site.tags.set(tags)
 

@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import PASSWORD
+from tests.support.sites import added_site
 from tests.support.wan import start_wan, wait_gone
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.services import summary_of
@@ -20,7 +21,7 @@ def verified_site_on(org, tls_lab, pinned_ip: str) -> Site:
     from django.utils import timezone
 
     name = "load_no_resumption"
-    site = Site.objects.create(organization=org, hostname="localhost", https_port=tls_lab.port(name),
+    site = added_site(organization=org, hostname="localhost", https_port=tls_lab.port(name),
                                http_port=tls_lab.http_port(name), pinned_ip=pinned_ip, name="Lab shop")
     verification = verification_for(site)
     verification.record_pass("http", timezone.now(), [pinned_ip])

@@ -14,7 +14,7 @@ from tests.api.factories import done_audit
 from tests.domain.factories import deployment
 from tests.e2e.test_audit_flow import log_in
 from tests.support.pki import TestPki
-from tlsaudit.sites.models import Site
+from tests.support.sites import added_site
 from workers.tasks.alerts import evaluate_audit
 from workers.tls.certs import describe_certificate
 
@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 def test_alice_reads_the_renewal_window_history_and_forecast(page, alice, org_a, tmp_path, screenshot_dir):
     pki = TestPki(tmp_path / "pki")
-    site = Site.objects.create(organization=org_a, hostname="shop.caa-lab.net", name="Shop", created_by=alice)
+    site = added_site(organization=org_a, hostname="shop.caa-lab.net", name="Shop", created_by=alice)
     leaves = [lets_encrypt_like_leaf(pki) for _ in range(3)]
     server = AriServer()
     try:

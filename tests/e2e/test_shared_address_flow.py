@@ -13,10 +13,10 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from tests.e2e.test_audit_flow import AUDIT_TIMEOUT_MS, log_in
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
 from tlsaudit.core import locks, runners
 from tlsaudit.monitoring.models import OrgSchedulePolicy
-from tlsaudit.sites.models import Site
 from workers.tasks.audit import ADDRESS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transac
 def test_an_audit_at_a_busy_address_says_it_waits_its_turn_then_runs(page, start_audit_worker, alice, lab_org,
                                                                     tls_lab, screenshot_dir):
     # Given a site of Agency A on 127.0.0.1, and another audit of that address running on another host
-    site = Site.objects.create(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
+    site = added_site(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
                                https_port=tls_lab.port("a_tls12_13_no_hsts"), name="Client shop", created_by=alice)
     busy = locks.keys("scan", "127.0.0.1", [f"{ADDRESS}0"])
     other = locks.holder_for("another-site-audit", runners.this_process())
@@ -62,7 +62,7 @@ def test_the_portfolio_names_an_address_whose_sites_do_not_fit_the_window(page, 
     settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 100, 30
     OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
     for i in range(121):        # one at a time, as added by hand: each gets its nightly place
-        Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+        added_site(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
 
     # When alice opens the portfolio
     log_in(page, alice)

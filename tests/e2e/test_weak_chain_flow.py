@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.test_audit_flow import AUDIT_TIMEOUT_MS, log_in
 from tests.support import pki
-from tlsaudit.sites.models import Site
+from tests.support.sites import added_site
 
 pytestmark = [pytest.mark.e2e, pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -39,7 +39,7 @@ def weak_chain_port(tls_lab, tmp_path_factory):
 
 def test_a_weak_intermediate_is_named_and_trusted_as_browsers_judge_it(page, start_audit_worker, alice, lab_org,
                                                                         weak_chain_port, screenshot_dir):
-    site = Site.objects.create(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
+    site = added_site(organization=lab_org, hostname="localhost", pinned_ip="127.0.0.1",
                                https_port=weak_chain_port, name="Old intranet", created_by=alice)
     start_audit_worker()
     log_in(page, alice)

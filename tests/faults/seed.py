@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+from tests.support.sites import added_site
+
 
 def emit(value) -> None:
     print(json.dumps(value))
@@ -31,14 +33,13 @@ def lab_sites(ca_file: str, ports: list[int], orgs: int = 1, schedules: bool = F
     (hostname localhost pinned to 127.0.0.1). New sites get a nightly schedule; turned off unless
     asked, so no nightly run fires in the middle of a test."""
     from tlsaudit.monitoring.schedules import update_schedule
-    from tlsaudit.sites.models import Site
 
     owners = [owner(f"owner{i}@faults.test", "correct horse battery staple", f"Faults {i}", ca_file)
               for i in range(orgs)]
     sites = []
     for index, port in enumerate(ports):
         user, org = owners[index % orgs]
-        site = Site.objects.create(organization=org, hostname="localhost", https_port=port, pinned_ip="127.0.0.1",
+        site = added_site(organization=org, hostname="localhost", https_port=port, pinned_ip="127.0.0.1",
                                    name=f"lab {index}", created_by=user)
         if not schedules:
             update_schedule(site.schedule, frequency="off", weekday=site.schedule.weekday)
@@ -101,10 +102,9 @@ def lab_load_run(ca_file: str, https_port: int, http_port: int, params: dict) ->
     from tlsaudit.core import locks
     from tlsaudit.loadtests import services
     from tlsaudit.loadtests.verification import verification_for
-    from tlsaudit.sites.models import Site
 
     user, org = owner("loader@faults.test", "correct horse battery staple", "Faults load", ca_file)
-    site = Site.objects.create(organization=org, hostname="localhost", https_port=https_port, http_port=http_port,
+    site = added_site(organization=org, hostname="localhost", https_port=https_port, http_port=http_port,
                                pinned_ip="127.0.0.1", name="Lab", created_by=user)
     verification = verification_for(site)
     verification.record_pass("http", timezone.now(), ["127.0.0.1"])

@@ -17,6 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from tests.domain.factories import make_facts
+from tests.support.sites import added_site
 from tlsaudit.audits import services
 from tlsaudit.audits.models import Audit
 from tlsaudit.core import queue, runners
@@ -264,9 +265,8 @@ def test_an_audit_whose_message_the_broker_refused_is_sent_at_the_next_pass(site
 
 
 def test_after_the_broker_lost_its_messages_every_queued_audit_is_sent_again_at_once(site_a, alice, now):
-    from tlsaudit.sites.models import Site
 
-    other = Site.objects.create(organization=site_a.organization, hostname="blog.example.com", created_by=alice)
+    other = added_site(organization=site_a.organization, hostname="blog.example.com", created_by=alice)
     earlier = queued(site_a, now, queued_ago=60, sent_ago=60)  # far from AUDIT_RESEND_AFTER_SECONDS
     just_now = queued(other, now, queued_ago=1, sent_ago=1)
     assert reap(now) == NONE  # nothing says their messages are gone

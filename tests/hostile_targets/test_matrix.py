@@ -37,6 +37,7 @@ from tests.hostile_targets.conftest import (
 )
 from tests.loadtests.conftest import verify
 from tests.support import waiting
+from tests.support.sites import added_site
 from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -181,7 +182,7 @@ def test_a_hostile_target_ends_explained_within_a_minute_and_the_worker_goes_on(
 
     # When a hostile target is queued
     with hostile_target(target, tls_lab.pki, tmp_path, settings) as hostile:
-        site = Site.objects.create(organization=lab_org, hostname=hostile.hostname, pinned_ip=hostile.pinned_ip,
+        site = added_site(organization=lab_org, hostname=hostile.hostname, pinned_ip=hostile.pinned_ip,
                                    https_port=hostile.port or 443, http_port=hostile.port or 80, name=target)
         started = time.monotonic()
         row = wait_finished(queue(site, alice))

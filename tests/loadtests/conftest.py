@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from tests.support import waiting
+from tests.support.sites import added_site
 
 
 @pytest.fixture
@@ -38,10 +39,9 @@ def verify(site, method="http", ips=("127.0.0.1",)):
 @pytest.fixture
 def lab_site(org_a, tls_lab):
     """localhost on the lab's no-resumption server (HTTP and HTTPS ports), pinned to 127.0.0.1, verified."""
-    from tlsaudit.sites.models import Site
 
     name = "load_no_resumption"
-    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
+    site = added_site(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
                                http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab")
     verify(site)
     return site

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from tests.hostile import closed_port
 from tests.loadtests.conftest import http_server
+from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.verification import address_unproven_reason, check_now, host_proof, verification_for
 from tlsaudit.sites.models import Site
@@ -29,7 +30,7 @@ def org_named(name):
 
 
 def site_on(org, https_port, http_port=1, hostname="localhost", pinned_ip="127.0.0.1"):
-    return Site.objects.create(organization=org, hostname=hostname, https_port=https_port, http_port=http_port,
+    return added_site(organization=org, hostname=hostname, https_port=https_port, http_port=http_port,
                                pinned_ip=pinned_ip)
 
 

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from tests.hostile import closed_port
 from tests.loadtests.conftest import dns_server, http_server
+from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import new_secret
 from tlsaudit.loadtests.verification import check_now, verification_for
@@ -37,7 +38,7 @@ def another_value() -> str:
 
 
 def local_site(org, http_port=1, hostname="localhost", pinned_ip="127.0.0.1"):
-    return Site.objects.create(organization=org, hostname=hostname, http_port=http_port, https_port=closed_port(),
+    return added_site(organization=org, hostname=hostname, http_port=http_port, https_port=closed_port(),
                                pinned_ip=pinned_ip)
 
 
@@ -373,7 +374,7 @@ def test_a_run_queued_before_the_site_became_another_service_sends_nothing(start
 
 def named_site(org, port: int) -> Site:
     """shop.example.com, not pinned: every run resolves it (through the test's DNS server)."""
-    return Site.objects.create(organization=org, hostname="shop.example.com", http_port=port, https_port=closed_port())
+    return added_site(organization=org, hostname="shop.example.com", http_port=port, https_port=closed_port())
 
 
 def run_against(site, start_worker_on):

@@ -5,6 +5,7 @@ import pytest
 from django.utils import timezone
 
 from tests.support.migrations import latest, migrate
+from tests.support.sites import added_site
 from tlsaudit.loadtests.verification import verification_for
 from tlsaudit.sites.models import Site
 
@@ -15,7 +16,7 @@ AFTER = [("loadtests", "0003_proof_public_id_secret")]
 @pytest.mark.django_db(transaction=True)
 def test_old_proofs_are_withdrawn_with_the_reason_and_keep_their_secret(org_a):
     # Given two sites proven under the old rule and one never proven
-    sites = [Site.objects.create(organization=org_a, hostname=f"s{i}.example.com") for i in range(3)]
+    sites = [added_site(organization=org_a, hostname=f"s{i}.example.com") for i in range(3)]
     old = migrate(BEFORE).get_model("loadtests", "SiteVerification")
     now = timezone.now()
     old.objects.create(site_id=sites[0].pk, token="a" * 32, method="http", verified_at=now, last_checked_at=now)

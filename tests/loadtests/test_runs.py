@@ -11,9 +11,9 @@ from django.urls import reverse
 
 from tests.hostile import closed_port
 from tests.loadtests.conftest import verify, wait_finished
+from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
-from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 LAB = "load_no_resumption"
@@ -175,7 +175,7 @@ def test_the_stop_button_cancels_a_long_run_within_seconds(load_worker, login, a
 
 
 def test_a_refused_port_ends_as_failed_with_a_message(load_worker, alice, org_a):
-    site = Site.objects.create(organization=org_a, hostname="localhost", pinned_ip="127.0.0.1",
+    site = added_site(organization=org_a, hostname="localhost", pinned_ip="127.0.0.1",
                                https_port=closed_port(), http_port=closed_port())
     verify(site)
     run = wait_finished(services.queue_run(site, "load", {"requests": 20, "concurrency": 2}, user=alice))

@@ -5,6 +5,7 @@ import pytest
 from django.urls import reverse
 
 from tests.loadtests.conftest import verify
+from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 
@@ -146,9 +147,8 @@ def test_other_organizations_get_404_on_every_url(login, charlie, org_a, org_b, 
 
 
 def test_a_run_of_another_site_is_not_found_through_this_one(login, alice, org_a, site_a):
-    from tlsaudit.sites.models import Site
 
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     run = PerfRun.objects.create(site=other, organization=org_a, kind="load", status="done")
     client = login(alice)
     assert client.get(reverse("loadtests:run", args=[org_a.slug, site_a.pk, run.pk])).status_code == 404

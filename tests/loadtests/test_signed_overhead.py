@@ -26,10 +26,10 @@ from django.urls import reverse
 
 from tests.api.conftest import client_with, make_key
 from tests.loadtests.conftest import verify, wait_finished
+from tests.support.sites import added_site
 from tests.support.tls_servers import free_ports, launch_nginx, nginx_conf, wait_for_ports
 from tlsaudit.api import keys
 from tlsaudit.loadtests import services
-from tlsaudit.sites.models import Site
 
 # Their sweeps load both cores for a minute or more: in the timing group, so the latency lab never runs beside them.
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True), pytest.mark.timing]
@@ -78,7 +78,7 @@ def slow_http(tls_lab, wan, tmp_path_factory):
 
 @pytest.fixture
 def site(org_a, tls_lab, slow_http):
-    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(LAB),
+    site = added_site(organization=org_a, hostname="localhost", https_port=tls_lab.port(LAB),
                                http_port=slow_http.port, pinned_ip="127.0.0.1", name="HTTP on a slow link")
     verify(site)
     return site

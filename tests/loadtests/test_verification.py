@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from tests.hostile import closed_port
 from tests.loadtests.conftest import dns_server, http_server
+from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.verification import check_now, verification_for
 from tlsaudit.sites.models import Site
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def local_site(org, http_port, https_port=None, hostname="localhost", pinned_ip="127.0.0.1"):
-    return Site.objects.create(organization=org, hostname=hostname, http_port=http_port,
+    return added_site(organization=org, hostname=hostname, http_port=http_port,
                                https_port=https_port or closed_port(), pinned_ip=pinned_ip)
 
 

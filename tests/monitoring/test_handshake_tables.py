@@ -4,9 +4,9 @@ site report (the PDF's HTML)."""
 import pytest
 from django.urls import reverse
 
+from tests.support.sites import added_site
 from tlsaudit.domain.scanfacts import OK, Check, ClientHandshake, PostQuantum
 from tlsaudit.reports.services import site_html
-from tlsaudit.sites.models import Site
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +20,7 @@ PQ = PostQuantum(Check(OK), accepted=("X25519MLKEM768",), prefers_pq=True, brows
 
 
 def test_the_audit_page_and_the_site_report_show_the_clients_and_pq(login, alice, org_a, done_audit):
-    site = Site.objects.create(organization=org_a, hostname="pq.example")
+    site = added_site(organization=org_a, hostname="pq.example")
     audit = done_audit(site, client_simulation=SIMULATION, post_quantum=PQ)
     page = login(alice).get(reverse("audits:detail", args=[org_a.slug, site.pk, audit.pk])).content.decode()
     for html in (page, site_html(site)):
@@ -34,7 +34,7 @@ def test_the_audit_page_and_the_site_report_show_the_clients_and_pq(login, alice
 
 
 def test_an_audit_from_before_the_simulation_says_not_simulated(login, alice, org_a, done_audit):
-    site = Site.objects.create(organization=org_a, hostname="old.example")
+    site = added_site(organization=org_a, hostname="old.example")
     audit = done_audit(site)
     page = login(alice).get(reverse("audits:detail", args=[org_a.slug, site.pk, audit.pk])).content.decode()
     assert "Not simulated" in page and "Post-quantum" in page and "Not tested" in page

@@ -7,15 +7,15 @@ import pytest
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
+from tests.support.sites import added_site
 from tlsaudit.monitoring import schedules
 from tlsaudit.monitoring.models import OrgSchedulePolicy, SiteSchedule
-from tlsaudit.sites.models import Site
 
 pytestmark = pytest.mark.django_db
 
 
 def add_sites(org, n):
-    return [Site.objects.create(organization=org, hostname=f"n{i}.example.com") for i in range(n)]
+    return [added_site(organization=org, hostname=f"n{i}.example.com") for i in range(n)]
 
 
 def starts(org) -> Counter:
@@ -37,7 +37,7 @@ def test_a_site_keeps_its_time_when_others_are_added(settings, org_a):
     settings.NIGHTLY_MAX_STARTS_PER_MINUTE = 1
     first = add_sites(org_a, 5)
     before = {s.pk: (s.schedule.hour, s.schedule.minute) for s in first}
-    Site.objects.create(organization=org_a, hostname="late.example.com")
+    added_site(organization=org_a, hostname="late.example.com")
     after = {s.site_id: (s.hour, s.minute) for s in SiteSchedule.objects.filter(site__in=first)}
     assert after == before
 
@@ -59,7 +59,7 @@ def test_a_window_too_short_is_a_visible_warning_on_the_portfolio(settings, logi
     page = login(alice).get(url).content.decode()
     assert 'data-testid="window-warning"' not in page and "60 scheduled site(s)" in page
 
-    extra = Site.objects.create(organization=org_a, hostname="one-too-many.example.com")
+    extra = added_site(organization=org_a, hostname="one-too-many.example.com")
     assert extra.schedule.hour == 7 and max(starts(org_a).values()) == 2
     page = login(alice).get(url).content.decode()
     assert 'data-testid="window-warning"' in page
@@ -71,7 +71,7 @@ def test_sites_on_one_address_are_spread_so_none_waits_for_another(settings, org
     starts at most 60 / 30 = 2 of them a minute, whatever room the pool has."""
     settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 20, 30
     OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
-    shared = [Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+    shared = [added_site(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
               for i in range(100)]
     own = add_sites(org_a, 100)
 
@@ -84,7 +84,7 @@ def test_sites_on_one_address_are_spread_so_none_waits_for_another(settings, org
 def test_narrowing_the_window_keeps_an_address_within_what_it_takes(settings, org_a):
     settings.NIGHTLY_MAX_STARTS_PER_MINUTE, settings.NIGHTLY_AUDIT_SECONDS = 20, 60
     for i in range(30):
-        Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+        added_site(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
 
     schedules.update_policy(org_a.schedule_policy, start=3, end=4)
 
@@ -97,11 +97,11 @@ def test_an_address_whose_sites_do_not_fit_the_window_is_named_on_the_portfolio(
     OrgSchedulePolicy.objects.create(organization=org_a, window_start_hour=7, window_end_hour=8)
     url = reverse("monitoring:portfolio", args=[org_a.slug])
     for i in range(120):      # 120 audits of 30 s, one at a time: exactly the hour
-        Site.objects.create(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
+        added_site(organization=org_a, hostname=f"s{i}.shared.test", pinned_ip="203.0.113.5")
     page = login(alice).get(url).content.decode()
     assert 'data-testid="crowded-addresses"' not in page and 'data-testid="window-warning"' not in page
 
-    Site.objects.create(organization=org_a, hostname="one-more.shared.test", pinned_ip="203.0.113.5")
+    added_site(organization=org_a, hostname="one-more.shared.test", pinned_ip="203.0.113.5")
 
     page = login(alice).get(url).content.decode()
     assert 'data-testid="window-warning"' not in page       # the pool has room: the address has not

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from tests.api.conftest import client_with, make_key
 from tests.domain.factories import NOW, rsa_cert
+from tests.support.sites import added_site
 from tlsaudit.sites.models import Site, Tag
 
 pytestmark = pytest.mark.django_db
@@ -29,9 +30,9 @@ def rows_of(response):
 
 
 def test_it_lists_sites_worst_first_with_trend_and_days_to_expiry(login, alice, org_a, done_audit):
-    good = Site.objects.create(organization=org_a, hostname="good.example.com")
-    worse = Site.objects.create(organization=org_a, hostname="worse.example.com")
-    Site.objects.create(organization=org_a, hostname="new.example.com")
+    good = added_site(organization=org_a, hostname="good.example.com")
+    worse = added_site(organization=org_a, hostname="worse.example.com")
+    added_site(organization=org_a, hostname="new.example.com")
     done_audit(good, at=T0, protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
     done_audit(good, at=T0 + timedelta(days=1), cert=rsa_cert(not_after=NOW + timedelta(days=20)))
     done_audit(worse, at=T0)
@@ -47,7 +48,7 @@ def test_it_lists_sites_worst_first_with_trend_and_days_to_expiry(login, alice, 
 
 
 def test_filters_by_tag_and_grade(login, alice, org_a, done_audit):
-    shop, blog = (Site.objects.create(organization=org_a, hostname=h) for h in ("shop.example", "blog.example"))
+    shop, blog = (added_site(organization=org_a, hostname=h) for h in ("shop.example", "blog.example"))
     shop.tags.add(Tag.objects.create(organization=org_a, name="client-x"))
     done_audit(shop, at=T0)
     done_audit(blog, at=T0, protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3"))
@@ -60,7 +61,7 @@ def test_filters_by_tag_and_grade(login, alice, org_a, done_audit):
 def test_thirty_sites_take_a_constant_number_of_queries(login, alice, org_a, done_audit,
                                                         django_assert_max_num_queries):
     for i in range(30):
-        site = Site.objects.create(organization=org_a, hostname=f"s{i}.example.com")
+        site = added_site(organization=org_a, hostname=f"s{i}.example.com")
         site.tags.add(Tag.objects.get_or_create(organization=org_a, name=f"t{i % 3}")[0])
         done_audit(site, at=T0)
         done_audit(site, at=T0 + timedelta(days=1))
@@ -83,7 +84,7 @@ def test_the_post_quantum_column_and_the_pq_ready_count(login, alice, org_a, don
     """Given one PQ-ready site, one probed and not ready, and one audited before the probe existed."""
     from tlsaudit.domain.scanfacts import BAD, OK, Check, PostQuantum
 
-    ready, classic, old = (Site.objects.create(organization=org_a, hostname=h)
+    ready, classic, old = (added_site(organization=org_a, hostname=h)
                            for h in ("pq.example", "classic.example", "old.example"))
     done_audit(ready, at=T0, post_quantum=PostQuantum(Check(OK), accepted=("X25519MLKEM768",), prefers_pq=True))
     done_audit(classic, at=T0, post_quantum=PostQuantum(Check(BAD), rejected=("X25519MLKEM768",)))
@@ -98,11 +99,11 @@ def test_the_post_quantum_column_and_the_pq_ready_count(login, alice, org_a, don
 def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(login, alice, org_a, done_audit):
     """Issue 17: a certificate 31 days past expiry showed '-31 days' in the table and 'None.' under
     'expiring in the next 90 days'; a site whose audit failed sorted after every graded site."""
-    lapsed = Site.objects.create(organization=org_a, hostname="lapsed.example.com")
-    soon = Site.objects.create(organization=org_a, hostname="soon.example.com")
-    Site.objects.create(organization=org_a, hostname="down.example.com", last_audit_status="failed",
+    lapsed = added_site(organization=org_a, hostname="lapsed.example.com")
+    soon = added_site(organization=org_a, hostname="soon.example.com")
+    added_site(organization=org_a, hostname="down.example.com", last_audit_status="failed",
                         last_audit_at=T0)
-    Site.objects.create(organization=org_a, hostname="new.example.com")
+    added_site(organization=org_a, hostname="new.example.com")
     done_audit(lapsed, at=T0, cert=rsa_cert(not_after=NOW - timedelta(days=31)))
     done_audit(soon, at=T0, cert=rsa_cert(not_after=NOW + timedelta(days=10)))
     with time_machine.travel(NOW, tick=False):
@@ -128,7 +129,7 @@ def test_expired_certificates_lead_the_expiry_list_and_down_sites_sort_worst(log
 
 
 def test_an_empty_expiry_list_says_none(login, alice, org_a, done_audit):
-    far = Site.objects.create(organization=org_a, hostname="far.example.com")
+    far = added_site(organization=org_a, hostname="far.example.com")
     done_audit(far, at=T0, cert=rsa_cert(not_after=NOW + timedelta(days=400)))
     with time_machine.travel(NOW, tick=False):
         page = login(alice).get(url(org_a)).content.decode()
@@ -140,8 +141,8 @@ def test_the_grade_or_worse_filter_agrees_with_the_api_grade_max(login, alice, o
     the API's `grade_max` does; sites never graded (down, not audited) are left out there too."""
     for host, grade in (("top.example", "A+"), ("ok.example", "A-"), ("b.example", "B"), ("f.example", "F"),
                         ("t.example", "T"), ("m.example", "M"), ("new.example", "")):
-        Site.objects.create(organization=org_a, hostname=host, last_grade=grade)
-    Site.objects.create(organization=org_a, hostname="down.example", last_audit_status="failed")
+        added_site(organization=org_a, hostname=host, last_grade=grade)
+    added_site(organization=org_a, hostname="down.example", last_audit_status="failed")
     client = login(alice)
 
     response = client.get(url(org_a, grade_max="B"))
@@ -176,7 +177,7 @@ def test_postgresql_orders_the_pages_as_the_worst_first_rule_and_the_pager_keeps
     tag = Tag.objects.create(organization=org_a, name="eu")
     for i in range(250):
         grade = grades[(i * 7) % len(grades)]
-        site = Site.objects.create(organization=org_a, hostname=f"h{(i * 37) % 250:03d}.example", last_grade=grade,
+        site = added_site(organization=org_a, hostname=f"h{(i * 37) % 250:03d}.example", last_grade=grade,
                                    last_audit_status="failed" if not grade and i % 2 else "")
         if i % 5 == 0:
             site.tags.add(tag)
@@ -201,7 +202,7 @@ def test_postgresql_orders_the_pages_as_the_worst_first_rule_and_the_pager_keeps
 def test_the_pq_count_covers_every_page_not_only_the_one_shown(login, alice, org_a):
     from tlsaudit.monitoring.portfolio import PAGE_SIZE
     for i in range(PAGE_SIZE + 20):
-        Site.objects.create(organization=org_a, hostname=f"s{i:03d}.example", last_grade="A",
+        added_site(organization=org_a, hostname=f"s{i:03d}.example", last_grade="A",
                             pq_ready=True if i % 3 == 0 else None if i % 3 == 1 else False)
     page = login(alice).get(url(org_a)).content.decode()
     assert f"PQ-ready: 40 of {PAGE_SIZE + 20} sites (40 not tested)" in page
@@ -242,12 +243,12 @@ from django.utils import timezone
 call_command("migrate", verbosity=0)
 from tlsaudit.monitoring.portfolio import portfolio
 from tlsaudit.orgs.models import Organization
-from tlsaudit.sites.models import Site
+from tests.support.sites import added_site
 org = Organization.objects.create(name="Agency", slug="agency")
 now = timezone.now()
 for i, days in enumerate((-3, 2, 40, 400)):
-    Site.objects.create(organization=org, hostname=f"s{i}.example", last_grade="A",
-                        cert_expires_at=now + timedelta(days=days))
+    added_site(organization=org, hostname=f"s{i}.example", last_grade="A",
+               cert_expires_at=now + timedelta(days=days))
 folio = portfolio(org, now)
 print(folio.total, len(folio.rows), folio.expired_count, sum(w.count for w in folio.calendar))
 """

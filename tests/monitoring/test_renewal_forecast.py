@@ -12,7 +12,7 @@ from django.urls import reverse
 from tests.api.conftest import client_with, make_key
 from tests.api.factories import done_audit
 from tests.domain.factories import deployment, rsa_cert
-from tlsaudit.sites.models import Site
+from tests.support.sites import added_site
 
 pytestmark = pytest.mark.django_db
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
@@ -26,7 +26,7 @@ def served(site, at: datetime, issued: datetime, days: int, fingerprint: str, is
 
 
 def test_the_history_page_and_the_api_tell_each_renewal_and_its_margin(login, alice, org_a):
-    site = Site.objects.create(organization=org_a, hostname="shop.example.net", name="Shop")
+    site = added_site(organization=org_a, hostname="shop.example.net", name="Shop")
     # certbot: renewed with 30 days left, twice; audited every ten days
     issued = [NOW - timedelta(days=170), NOW - timedelta(days=110), NOW - timedelta(days=50)]
     for night in range(0, 171, 10):
@@ -46,7 +46,7 @@ def test_the_history_page_and_the_api_tell_each_renewal_and_its_margin(login, al
 
 
 def test_a_hand_renewed_certificate_is_flagged_with_the_cap_and_its_date(login, alice, org_a):
-    site = Site.objects.create(organization=org_a, hostname="old.example.net", name="Old")
+    site = added_site(organization=org_a, hostname="old.example.net", name="Old")
     served(site, NOW, NOW - timedelta(days=30), 397, "d", issuer="CN=Some CA,O=DigiCert Inc,C=US")
     page = login(alice).get(reverse("monitoring:history", args=[org_a.slug, site.pk])).content.decode()
     flags = page.split('data-testid="renewal-flags"')[1].split("</ul>")[0]
@@ -60,7 +60,7 @@ def test_the_portfolio_forecasts_renewals_on_the_page_the_api_and_the_pdf(login,
     from tlsaudit.reports.services import report_html
 
     def site_with(name: str, issued_days_ago: float, lifetime: int):
-        site = Site.objects.create(organization=org_a, hostname=f"{name}.example.net", name=name)
+        site = added_site(organization=org_a, hostname=f"{name}.example.net", name=name)
         served(site, NOW - timedelta(hours=1), NOW - timedelta(days=issued_days_ago), lifetime, name[0])
         return site
 

@@ -13,11 +13,11 @@ from django.db import connection
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 from django_celery_beat.schedulers import ModelEntry
 
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
 from tlsaudit.domain import nightly
 from tlsaudit.monitoring import schedules
 from tlsaudit.monitoring.models import OrgSchedulePolicy, ScheduledRun, SiteSchedule
-from tlsaudit.sites.models import Site
 from workers.celery import app
 from workers.tasks.schedule import catch_up, run_scheduled_audit
 
@@ -26,7 +26,7 @@ UTC = timezone.utc
 
 
 def add_sites(org, n, prefix="s"):
-    return [Site.objects.create(organization=org, hostname=f"{prefix}{i}.example.com") for i in range(n)]
+    return [added_site(organization=org, hostname=f"{prefix}{i}.example.com") for i in range(n)]
 
 
 def set_time(site, hour, minute, frequency="nightly", weekday=1):

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from tests.domain.factories import make_facts
+from tests.support.sites import added_site
 
 T0 = datetime(2026, 2, 1, 2, 0, tzinfo=timezone.utc)
 
@@ -59,13 +60,13 @@ def history(graded_audit, failed_audit):
 @pytest.fixture
 def many_sites(graded_audit):
     """many_sites(org, n) -> n sites, each with two tags and two done audits (so a trend and an expiry)."""
-    from tlsaudit.sites.models import Site, Tag
+    from tlsaudit.sites.models import Tag
 
     def make(org, n):
         tags = [Tag.objects.get_or_create(organization=org, name=name)[0] for name in ("production", "eu", "shop")]
         sites = []
         for i in range(n):
-            site = Site.objects.create(organization=org, hostname=f"site{i:03d}.example.com", name=f"Site {i}")
+            site = added_site(organization=org, hostname=f"site{i:03d}.example.com", name=f"Site {i}")
             site.tags.add(tags[i % 3], tags[(i + 1) % 3])
             graded_audit(site, T0)
             graded_audit(site, T0 + timedelta(days=1), protocols=("TLSv1.0", "TLSv1.2", "TLSv1.3") if i % 2 else

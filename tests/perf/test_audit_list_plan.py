@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.api.conftest import client_with, make_key
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits.models import Audit
 from tlsaudit.monitoring import schedules
@@ -31,7 +32,7 @@ OLD_AUDITS, NEWER_AUDITS = 400, 3000
 
 
 def seed_audits(org, count: int, sites: int = 4) -> list[Site]:
-    made = [Site.objects.create(organization=org, hostname=f"s{n}.{org.slug}.test") for n in range(sites)]
+    made = [added_site(organization=org, hostname=f"s{n}.{org.slug}.test") for n in range(sites)]
     now = timezone.now()
     Audit.objects.bulk_create([Audit(site=made[i % sites], organization=org, status="done", grade="A", host="h",
                                      port=443, created_at=now - timedelta(minutes=i)) for i in range(count)],
@@ -113,8 +114,8 @@ def test_the_admin_changelist_neither_sorts_counts_nor_lists_distinct_grades_ove
 
 def test_a_tag_filter_reads_the_organizations_tag_only(org_a, org_b):
     """Every agency tags "eu": the filter finds Agency A's tag by its (organization, name) index."""
-    mine = Site.objects.create(organization=org_a, hostname="eu.agency-a.test")
-    theirs = Site.objects.create(organization=org_b, hostname="eu.agency-b.test")
+    mine = added_site(organization=org_a, hostname="eu.agency-a.test")
+    theirs = added_site(organization=org_b, hostname="eu.agency-b.test")
     mine.tags.add(Tag.objects.create(organization=org_a, name="eu"))
     theirs.tags.add(Tag.objects.create(organization=org_b, name="eu"))
     for n in range(200):
@@ -131,7 +132,7 @@ def test_a_tag_filter_reads_the_organizations_tag_only(org_a, org_b):
 def test_the_busiest_minute_counts_this_organizations_schedules_only(org_a, org_b):
     for org, count in ((org_a, 3), (org_b, 5)):
         for n in range(count):
-            site = Site.objects.create(organization=org, hostname=f"n{n}.{org.slug}.test")
+            site = added_site(organization=org, hostname=f"n{n}.{org.slug}.test")
             SiteSchedule.objects.update_or_create(site=site, defaults={"hour": 2, "minute": 0})
     with CaptureQueriesContext(connection) as queries:
         policy = schedules.policy_with_load(org_a)

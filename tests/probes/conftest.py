@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import waiting
+from tests.support.sites import added_site
 
 MARKER = "TLSAUDIT_PROBE_TEST"
 LAB = "a_plus_rsa_hsts"
@@ -41,9 +42,8 @@ def browser_worker(worker_pool):
 def probe_site(lab_org, tls_lab):
     """localhost on the lab's A+ server (HTTPS and its plain-HTTP port), pinned to 127.0.0.1, in
     Agency A, which trusts the lab's CA."""
-    from tlsaudit.sites.models import Site
 
-    return Site.objects.create(organization=lab_org, hostname="localhost", https_port=tls_lab.port(LAB),
+    return added_site(organization=lab_org, hostname="localhost", https_port=tls_lab.port(LAB),
                                http_port=tls_lab.http_port(LAB), pinned_ip="127.0.0.1", name="Lab")
 
 

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tests.hostile import closed_port
 from tests.probes.conftest import chromium_processes, wait_finished, wait_no_chromium
+from tests.support.sites import added_site
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
 from tlsaudit.sites.models import Site
@@ -86,7 +87,7 @@ def test_a_probe_loads_the_site_in_chromium_cold_and_warm_over_http_and_https(
 
 def test_a_closed_port_ends_failed_with_the_engines_message(browser_worker, login, alice, org_a, lab_org,
                                                            chromium_marker):
-    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=closed_port(),
+    site = added_site(organization=org_a, hostname="localhost", https_port=closed_port(),
                                http_port=closed_port(), pinned_ip="127.0.0.1", name="Closed")
     with browser_worker():
         probe = wait_finished(services.queue_probe(site, {"runs": 1}, user=alice))
@@ -130,7 +131,7 @@ def test_a_probe_queued_before_the_site_became_another_service_loads_nothing(bro
     from tests import hostile
 
     with hostile.trap("127.0.0.1") as (https_port, trap):
-        site = Site.objects.create(organization=org_a, hostname="localhost", https_port=https_port,
+        site = added_site(organization=org_a, hostname="localhost", https_port=https_port,
                                    http_port=closed_port(), pinned_ip="127.0.0.1", name="Became SMTPS")
         probe = services.queue_probe(site, {"runs": 1}, user=alice)
         Site.objects.filter(pk=site.pk).update(service="smtps")

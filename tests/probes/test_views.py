@@ -4,6 +4,7 @@ progress partial. The end-to-end probes by a real worker are in test_probe_task.
 import pytest
 from django.urls import reverse
 
+from tests.support.sites import added_site
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe
 
@@ -48,9 +49,8 @@ def test_other_organizations_get_404_on_every_url(login, charlie, org_a, org_b, 
 
 
 def test_a_probe_of_another_site_is_not_found_through_this_one(login, alice, org_a, site_a):
-    from tlsaudit.sites.models import Site
 
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     probe = running_probe(other)
     assert login(alice).get(reverse("probes:detail", args=[org_a.slug, site_a.pk, probe.pk])).status_code == 404
 
@@ -100,10 +100,9 @@ def test_one_active_probe_per_site(login, alice, org_a, site_a):
 
 
 def test_another_site_may_probe_while_one_is_running(alice, org_a, site_a, django_capture_on_commit_callbacks):
-    from tlsaudit.sites.models import Site
 
     running_probe(site_a)
-    other = Site.objects.create(organization=org_a, hostname="other.example.com")
+    other = added_site(organization=org_a, hostname="other.example.com")
     with django_capture_on_commit_callbacks(execute=False):
         assert services.queue_probe(other, {"runs": 1}, user=alice).status == "queued"
 

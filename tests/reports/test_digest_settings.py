@@ -19,6 +19,7 @@ from tests.api.conftest import client_with, make_key
 from tests.conftest import make_user
 from tests.reports.conftest import done_audit
 from tests.reports.test_digests import wait_for
+from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits.models import Audit
 from tlsaudit.core.models import AuditLogEntry
@@ -28,7 +29,6 @@ from tlsaudit.monitoring.models import ScheduledRun, SiteSchedule
 from tlsaudit.orgs.models import Membership
 from tlsaudit.reports import digests
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
-from tlsaudit.sites.models import Site
 from workers.tasks.schedule import run_next_now as run_next_now_task
 
 RECIPIENTS = ["client@customer.test", "ops@agency-a.test"]
@@ -149,7 +149,7 @@ def test_a_digest_sent_now_arrives_and_its_words_are_true(org_a, site_a, schedul
 # -- run tonight's audits now -------------------------------------------------------------------
 
 def scheduled_site(org, user, n, frequency="nightly", hour=3, weekday=1):
-    site = Site.objects.create(organization=org, hostname=f"n{n}.agency.test", created_by=user)
+    site = added_site(organization=org, hostname=f"n{n}.agency.test", created_by=user)
     SiteSchedule.objects.update_or_create(site=site, defaults={"frequency": frequency, "hour": hour, "minute": n,
                                                                "weekday": weekday})
     return site

@@ -9,6 +9,7 @@ import unicodedata
 import pytest
 
 from tests.reports.conftest import done_audit, ink_of_first_page, pdf_pages, pdf_text
+from tests.support.sites import added_site
 from tlsaudit.reports import presenters, services
 from tlsaudit.reports.models import Report, ReportBranding
 from workers.reports.pdf import render
@@ -75,11 +76,10 @@ def test_the_report_has_the_same_numbers_as_the_dashboard(login, alice, site_a):
 
 
 def test_the_portfolio_lists_every_site_worst_first(org_a, alice, tmp_path, no_chromium_left):
-    from tlsaudit.sites.models import Site
 
-    best = Site.objects.create(organization=org_a, hostname="best.example.com")
-    worst = Site.objects.create(organization=org_a, hostname="worst.example.com")
-    middle = Site.objects.create(organization=org_a, hostname="middle.example.com")
+    best = added_site(organization=org_a, hostname="best.example.com")
+    worst = added_site(organization=org_a, hostname="worst.example.com")
+    middle = added_site(organization=org_a, hostname="middle.example.com")
     done_audit(best)
     done_audit(worst, heartbleed="bad")
     done_audit(middle, **OLD_SERVER)

@@ -22,6 +22,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from tests.api.conftest import client_with, make_key
 from tests.perf.conftest import T0
+from tests.support.sites import added_site
 from tests.test_audit_views import done_audit
 from tlsaudit.alerts.models import Webhook, WebhookDelivery
 from tlsaudit.audits.models import Audit
@@ -33,7 +34,7 @@ from tlsaudit.orgs.models import Organization
 from tlsaudit.probes import presenters as probe_tables
 from tlsaudit.probes.models import Probe
 from tlsaudit.reports.models import Report
-from tlsaudit.sites.models import Site, Tag
+from tlsaudit.sites.models import Tag
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +107,7 @@ def hostile_world(org_a, site_a, alice):
     """Agency A with hostile text in every place a CSV reads: stored names, servers' words, errors."""
     evil = Hostile()
     Organization.objects.filter(pk=org_a.pk).update(name=evil())
-    sites = [Site.objects.create(organization=org_a, hostname=f"h{n}.example.com", name=text)
+    sites = [added_site(organization=org_a, hostname=f"h{n}.example.com", name=text)
              for n, text in enumerate(HOSTILE)]
     for site, text in zip(sites, HOSTILE):
         site.tags.add(Tag.objects.create(organization=org_a, name=text[:40]))

@@ -8,12 +8,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
 from tlsaudit.audits.services import AuditRateLimited, queue_audit
 from tlsaudit.core.ratelimits import RateLimited
 from tlsaudit.probes import services as probes
 from tlsaudit.probes.models import Probe
-from tlsaudit.sites.models import Site
 
 pytestmark = pytest.mark.django_db
 
@@ -34,12 +34,12 @@ def past_probe(site, minutes_ago, status="done"):
 @pytest.fixture
 def shop_b(org_b, charlie):
     """Agency B monitors the very same server as Agency A's site_a."""
-    return Site.objects.create(organization=org_b, hostname="shop.example.com", created_by=charlie)
+    return added_site(organization=org_b, hostname="shop.example.com", created_by=charlie)
 
 
 @pytest.fixture
 def more_sites(org_a):
-    return [Site.objects.create(organization=org_a, hostname=f"s{n}.agency-a.test") for n in range(3)]
+    return [added_site(organization=org_a, hostname=f"s{n}.agency-a.test") for n in range(3)]
 
 
 # --- audits ------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def test_eight_names_pinned_to_one_address_share_its_limit(alice, org_a, setting
     """#27: the limit counts the address:port the names point to, not the names: 8 names for one server
     got 8 of 8 audits, where the limit is 5 per 10 minutes."""
     settings.AUDIT_LIMIT_PER_TARGET, settings.AUDIT_LIMIT_TARGET_MINUTES = 5, 10
-    sites = [Site.objects.create(organization=org_a, hostname=f"name{n}.shared-host.test", pinned_ip="198.51.100.7")
+    sites = [added_site(organization=org_a, hostname=f"name{n}.shared-host.test", pinned_ip="198.51.100.7")
              for n in range(8)]
 
     for site in sites[:5]:
@@ -97,7 +97,7 @@ def test_eight_names_pinned_to_one_address_share_its_limit(alice, org_a, setting
     assert "name5.shared-host.test:443 (198.51.100.7:443, under any name) was already audited 5 times" in (
         refusal.value.message)
     assert Audit.objects.filter(ip="198.51.100.7").count() == 5
-    other_port = Site.objects.create(organization=org_a, hostname="name0.shared-host.test", https_port=8443,
+    other_port = added_site(organization=org_a, hostname="name0.shared-host.test", https_port=8443,
                                      pinned_ip="198.51.100.7")
     assert queue_audit(other_port, user=alice)[1] is True      # another port of that address is another target
 
@@ -105,7 +105,7 @@ def test_eight_names_pinned_to_one_address_share_its_limit(alice, org_a, setting
 def test_another_port_of_the_same_host_is_another_target(alice, org_a, site_a, settings):
     settings.AUDIT_LIMIT_PER_TARGET = 1
     past_audit(site_a, minutes_ago=1)
-    admin_port = Site.objects.create(organization=org_a, hostname="shop.example.com", https_port=8443)
+    admin_port = added_site(organization=org_a, hostname="shop.example.com", https_port=8443)
     assert queue_audit(admin_port, user=alice)[1] is True
 
 
@@ -197,7 +197,7 @@ def test_the_worker_counts_the_address_a_name_resolved_to_when_the_web_could_not
     from tlsaudit.audits.services import over_target_limit
 
     settings.AUDIT_LIMIT_PER_TARGET, settings.AUDIT_LIMIT_TARGET_MINUTES = 5, 10
-    sites = [Site.objects.create(organization=org_a, hostname=f"name{n}.attacker.test") for n in range(7)]
+    sites = [added_site(organization=org_a, hostname=f"name{n}.attacker.test") for n in range(7)]
     for site in sites[:5]:
         past_audit(site, minutes_ago=2).__class__.objects.filter(site=site).update(ip="198.51.100.8")
     sneaky = Audit.objects.create(site=sites[5], organization=org_a, host=sites[5].hostname, port=443)

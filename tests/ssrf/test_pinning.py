@@ -16,7 +16,7 @@ import pytest
 from tests import hostile
 from tests.loadtests.conftest import verify
 from tests.ssrf.conftest import REBIND
-from tlsaudit.sites.models import Site
+from tests.support.sites import added_site
 
 
 def test_an_audit_looks_a_rebinding_name_up_once_and_connects_only_to_that_address(rebinding_dns, tls_lab):
@@ -41,7 +41,7 @@ def test_an_audit_looks_a_rebinding_name_up_once_and_connects_only_to_that_addre
 def test_a_load_test_resolves_once_in_the_task_and_every_agent_loads_that_address(
         rebinding_dns, start_worker_on, alice, org_a, tls_lab):
     lab = "load_no_resumption"
-    site = Site.objects.create(organization=org_a, hostname=REBIND, https_port=tls_lab.port(lab),
+    site = added_site(organization=org_a, hostname=REBIND, https_port=tls_lab.port(lab),
                                http_port=tls_lab.http_port(lab))
     verify(site)
     from tlsaudit.loadtests.services import queue_run

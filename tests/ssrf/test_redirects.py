@@ -7,6 +7,7 @@ import pytest
 
 from tests import hostile
 from tests.ssrf.conftest import route_handler
+from tests.support.sites import added_site
 from workers.net.errors import TargetError
 
 SITE = "www.hostile.test"
@@ -49,10 +50,9 @@ def test_the_aia_download_refuses_a_private_url(production, tricky_dns):
 @pytest.mark.django_db
 def test_the_ownership_proof_fetch_refuses_a_site_that_resolves_inside(production, tricky_dns, org):
     from tlsaudit.loadtests.verification import check_now
-    from tlsaudit.sites.models import Site
 
     with hostile.trap("127.0.0.2") as (port, trap):
-        site = Site.objects.create(organization=org, hostname="loopback.hostile.test", http_port=port,
+        site = added_site(organization=org, hostname="loopback.hostile.test", http_port=port,
                                    https_port=port)
         verification = check_now(site, "http")
 

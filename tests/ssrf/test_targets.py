@@ -11,6 +11,7 @@ from tests import hostile
 from tests.loadtests.conftest import verify
 from tests.ssrf.conftest import NUMERIC_FORMS, TARGET_IDS, TRICKY_TARGETS
 from tests.support import waiting
+from tests.support.sites import added_site
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
 from workers.net.errors import TargetError
@@ -106,7 +107,7 @@ def test_a_site_that_slipped_past_the_form_is_refused_by_the_worker_before_any_c
         imported = SiteForm(data={"address": f"loopback.hostile.test:{port}"}, org=org_a, check_dns=False)
         assert imported.is_valid(), imported.errors
         named = imported.save()
-        pinned = Site.objects.create(organization=org_a, hostname="shop.hostile.test", https_port=port,
+        pinned = added_site(organization=org_a, hostname="shop.hostile.test", https_port=port,
                                      http_port=port, pinned_ip="127.0.0.2")
         # When the worker takes their audit, load test or probe
         start_worker_on((queue_name,), concurrency=1)

@@ -4,8 +4,8 @@ the task hands the site's service to the engine, which scans the mail server, no
 import pytest
 
 from tests.support import waiting
+from tests.support.sites import added_site
 from tlsaudit.audits import services
-from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 def test_the_worker_audits_an_smtp_site_over_starttls(audit_worker, alice, org_a, smtp_servers, service_pki):
     org_a.custom_ca_pem = service_pki.ca_file.read_text()
     org_a.save()
-    site = Site.objects.create(organization=org_a, hostname="localhost", https_port=smtp_servers["smtp"],
+    site = added_site(organization=org_a, hostname="localhost", https_port=smtp_servers["smtp"],
                                pinned_ip="127.0.0.1", service="smtp")
 
     audit, _ = services.queue_audit(site, user=alice)

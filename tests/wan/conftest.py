@@ -3,6 +3,7 @@
 import pytest
 
 from tests.support.probe_site import start_probe_site
+from tests.support.sites import added_site
 from tests.support.tls_servers import require_nginx
 
 
@@ -16,8 +17,7 @@ def probe_site():
 @pytest.fixture
 def lab_site(org_a, tls_lab):
     """localhost on the TLS lab's no-resumption server: the site whose stored runs the pages render."""
-    from tlsaudit.sites.models import Site
 
     name = "load_no_resumption"
-    return Site.objects.create(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
+    return added_site(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
                                http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab")

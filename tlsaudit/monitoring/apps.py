@@ -7,4 +7,4 @@ class MonitoringConfig(AppConfig):
 
     def ready(self):
         # Lazy on purpose: the receivers import models, which exist only once the app registry is ready.
-        from tlsaudit.monitoring import signals  # noqa: F401  (every new site gets a schedule)
+        from tlsaudit.monitoring import signals  # noqa: F401  (a deleted schedule drops its beat entry)

@@ -1,18 +1,13 @@
-"""Every new site gets a nightly schedule; a deleted schedule takes its beat entry with it."""
+"""A deleted schedule takes its beat entry with it: a site's deletion cascades to its schedule in the
+database, where no model code runs, so this is a receiver (tests/test_layering.py's allow-list). A new
+site's schedule is made by the service that adds sites (tlsaudit/sites/services.py), not here."""
 
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete
 from django.dispatch import receiver
 from django_celery_beat.models import PeriodicTask
 
 from tlsaudit.monitoring.models import SiteSchedule
-from tlsaudit.monitoring.schedules import delete_periodic_task, ensure_schedule
-from tlsaudit.sites.models import Site
-
-
-@receiver(post_save, sender=Site, dispatch_uid="monitoring.schedule_new_site")
-def schedule_new_site(sender, instance, created, raw=False, **kwargs):
-    if created and not raw:
-        ensure_schedule(instance)
+from tlsaudit.monitoring.schedules import delete_periodic_task
 
 
 @receiver(post_delete, sender=SiteSchedule, dispatch_uid="monitoring.drop_beat_entry")

@@ -1,6 +1,7 @@
 from django.contrib import admin
 
 from tlsaudit.sites.models import Site, Tag
+from tlsaudit.sites.services import site_added
 
 
 @admin.register(Site)
@@ -10,6 +11,11 @@ class SiteAdmin(admin.ModelAdmin):
     search_fields = ["hostname", "name", "organization__name"]
     raw_id_fields = ["organization", "created_by"]
     filter_horizontal = ["tags"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change:
+            site_added(obj)
 
 
 @admin.register(Tag)

@@ -4,11 +4,10 @@ import csv
 import io
 from dataclasses import dataclass
 
-from django.db import transaction
-
 from tlsaudit.domain.netguard import parse_ip_literal
 from tlsaudit.domain.spreadsheet import looks_like_formula
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
+from tlsaudit.sites.services import save_from_form
 
 # `service` last, so files written before it (#18) read as before; the hostname column may also carry
 # the service as a URL (smtp://mail.example.com).
@@ -129,11 +128,7 @@ def _import_row(org, user, number, text, data, extra_tags) -> ImportRow:
     form = SiteForm({**data, "tags_text": tags}, org=org, check_dns=False)
     if not form.is_valid():
         return ImportRow(number, text, False, _first_errors(form))
-    with transaction.atomic():
-        site = form.save(commit=False)
-        site.created_by = user
-        site.save()
-        form.save_tags(site)
+    site = save_from_form(form, created_by=user)
     where = f" (scanned at {site.pinned_ip})" if site.pinned_ip else ""
     return ImportRow(number, text, True, f"Added {site.display_origin}{where}.", site)
 

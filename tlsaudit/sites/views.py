@@ -16,6 +16,7 @@ from tlsaudit.domain import roles
 from tlsaudit.domain.applicability import tools_not_applicable
 from tlsaudit.monitoring.history import diff_between
 from tlsaudit.orgs.access import org_for, site_for
+from tlsaudit.sites import services
 from tlsaudit.sites.forms import BulkImportForm, SiteForm
 from tlsaudit.sites.importer import import_sites, rejected_lines, rows_from_csv, rows_from_lines
 from tlsaudit.sites.models import Site, tagged
@@ -80,10 +81,7 @@ def site_add(request, org):
     org = org_for(request, org, "manage_sites")
     form = SiteForm(request.POST or None, org=org)
     if request.method == "POST" and form.is_valid():
-        site = form.save(commit=False)
-        site.created_by = request.user
-        site.save()
-        form.save_tags(site)
+        site = services.save_from_form(form, created_by=request.user)
         messages.success(request, f"{site.label} added.")
         return redirect(site)
     return render(request, "sites/form.html", {"org": org, "form": form}, status=400 if form.errors else 200)
@@ -94,7 +92,7 @@ def site_edit(request, org, pk):
     org, site = site_for(request, org, pk, "manage_sites")
     form = SiteForm(request.POST or None, instance=site, org=org)
     if request.method == "POST" and form.is_valid():
-        form.save()
+        services.save_from_form(form)
         messages.success(request, f"{site.label} saved.")
         return redirect(site)
     return render(request, "sites/form.html", {"org": org, "form": form, "site": site},

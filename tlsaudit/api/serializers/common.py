@@ -10,6 +10,7 @@ from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.domain.services import SERVICES
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
+from tlsaudit.sites.services import save_from_form
 
 ALL_GRADES = ("A+", "A", "A-", "B", "C", "D", "E", "F", "T", "M")
 # Form field → API field, so errors name what the caller sent.
@@ -130,12 +131,7 @@ class SiteWriteSerializer(serializers.Serializer):
         return current
 
     def save(self, **kwargs):
-        site = self.form.save(commit=False)
-        for name, value in kwargs.items():
-            setattr(site, name, value)
-        site.save()
-        self.form.save_tags(site)
-        return site
+        return save_from_form(self.form, **kwargs)
 
 
 def address_port(address: str) -> int | None:

@@ -10,6 +10,7 @@ from tlsaudit.accounts.models import User
 from tlsaudit.domain import roles
 from tlsaudit.orgs.models import Membership, Organization
 from tlsaudit.sites.models import Site, Tag
+from tlsaudit.sites.services import site_added
 
 DEMO_EMAIL = "demo@tlsaudit.test"
 DEMO_SITES = [("localhost", 8443, "Local test server", ["lab"]), ("example.com", 443, "Example", ["client-a"])]
@@ -40,8 +41,10 @@ class Command(BaseCommand):
         org, _ = Organization.objects.get_or_create(slug="demo-agency", defaults={"name": "Demo Agency"})
         Membership.objects.get_or_create(organization=org, user=user, defaults={"role": roles.OWNER})
         for host, port, name, tags in DEMO_SITES:
-            site, _ = Site.objects.get_or_create(organization=org, hostname=host, https_port=port,
-                                                 defaults={"name": name, "created_by": user})
+            site, created = Site.objects.get_or_create(organization=org, hostname=host, https_port=port,
+                                                       defaults={"name": name, "created_by": user})
+            if created:
+                site_added(site)
             site.tags.set([Tag.objects.get_or_create(organization=org, name=t)[0] for t in tags])
         user.last_org = org
         user.save(update_fields=["last_org"])
