@@ -8,15 +8,17 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
+from tests.support.personas import make_user
 from tests.support.sites import added_site
-from tests.support.tls_servers import *  # noqa: F401,F403  (tls_lab: the local TLS servers)
-from tests.support.wan import wan, wan_links  # noqa: F401  (the latency lab: local servers behind a WAN link)
 
-# start_worker_on: the session's real Celery workers; live_server: pytest-django's, without Nagle's delay;
-# quiet: the quiet lock and the seats beside the measurements
-pytest_plugins = ["tests.support.workers", "tests.support.live_server", "tests.support.quiet"]
+# Fixture modules, registered once (saleor's root conftest): tls_servers, the local TLS lab (tls_lab); wan,
+# the latency lab; workers, the session's real Celery workers (start_worker_on); live_server, pytest-django's
+# without Nagle's delay; quiet, the quiet lock and the seats beside the measurements; tests/fixtures/, the
+# fixtures several folders use (receivers, Chromium left behind, load workers and lab sites, probe workers).
+pytest_plugins = ["tests.support.tls_servers", "tests.support.wan", "tests.support.workers", "tests.support.live_server",
+                  "tests.support.quiet", "tests.fixtures.receivers", "tests.fixtures.chromium", "tests.fixtures.load",
+                  "tests.fixtures.probes"]
 
-PASSWORD = "correct horse battery staple"
 TESTS = Path(__file__).resolve().parent
 # Folders whose tests assert on wall-clock figures. Under xdist (--dist=loadgroup) each kind runs in a
 # group of its own, one test at a time:
@@ -144,12 +146,6 @@ def _fresh_rate_limits():
         from tlsaudit.core.ratelimits import clear_counters
 
         clear_counters()
-
-
-def make_user(email, **extra):
-    from tlsaudit.accounts.models import User
-
-    return User.objects.create_user(email=email, password=PASSWORD, email_verified=True, **extra)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core import signing
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from tlsaudit.accounts.emails import VERIFY_SALT, verification_token
 from tlsaudit.accounts.models import User
 

@@ -15,7 +15,7 @@ import yaml
 from django.test import Client
 from django.utils import timezone
 
-from tests.conftest import make_user
+from tests.support.personas import make_user
 from tests.test_settings import run_check
 from tlsaudit.core.models import WorkerHeartbeat
 

@@ -260,3 +260,17 @@ def test_the_receiver_finder_finds_both_spellings(tmp_path, monkeypatch):
     module.write_text("@receiver(post_save, sender=X)\ndef a(**kw): pass\n\npost_delete.connect(b, sender=Y)\n"
                       "@receiver(user_logged_in)\ndef c(**kw): pass\n")
     assert model_receivers(module) == {("m.py", "a"), ("m.py", "b")}
+
+
+def test_no_test_module_imports_a_conftest_and_nothing_is_star_imported():
+    """Helpers live in tests/support/, fixtures in fixture modules registered once in tests/conftest.py's
+    pytest_plugins (issue #32 item 3): a conftest is pytest's to load, not a module to import from."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and (
+                    node.module.split(".")[-1] == "conftest" or any(a.name == "*" for a in node.names)):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module} import ...")
+            elif isinstance(node, ast.Import) and any(a.name.split(".")[-1] == "conftest" for a in node.names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} import ...conftest")
+    assert offenders == []

@@ -17,7 +17,7 @@ from cryptography.x509.oid import NameOID
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from tlsaudit.accounts.models import User
 from tlsaudit.domain import roles
 from tlsaudit.orgs.models import Invitation, Membership, Organization

@@ -10,7 +10,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from tests.domain.test_service_grading import service_facts
-from tests.loadtests.conftest import verify
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
 from tlsaudit.alerts.models import AlertEvent, Webhook, WebhookDelivery
 from tlsaudit.alerts.services import alert_message, webhook_body

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loadtests.conftest import http_server
+from tests.support.loadtests import http_server
 from tlsaudit.core.standalone import STANDALONE_COMMANDS, runs_standalone
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.api.conftest import client_with, make_key
+from tests.support.api import client_with, make_key
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits import sweep, waiting

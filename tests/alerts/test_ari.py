@@ -22,9 +22,9 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from django.test import override_settings
 
-from tests.api.conftest import client_with, make_key
 from tests.api.factories import done_audit
 from tests.domain.factories import deployment
+from tests.support.api import client_with, make_key
 from tests.support.pki import LAB_ORG, TestPki
 from tests.support.pki import make_key as make_private_key
 from tlsaudit.alerts.models import AlertEvent

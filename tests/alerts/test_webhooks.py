@@ -136,7 +136,7 @@ def test_a_url_that_became_private_is_refused_at_delivery_without_retries(site_a
 
 @pytest.mark.django_db
 def test_no_answer_is_recorded_as_a_connection_error(site_a, settings):
-    from tests.alerts.conftest import free_port
+    from tests.support.daemons import free_port
 
     settings.WEBHOOK_RETRY_DELAYS_S = [0, 0, 0, 0]
     hook = Webhook.objects.create(organization=site_a.organization, url=f"http://127.0.0.1:{free_port()}/", secret=SECRET)
@@ -176,7 +176,7 @@ def test_a_receiver_that_was_down_gets_every_event_once_per_url_after(site_a, st
     has failed twice, on a schedule shortened from minutes to seconds); three events meanwhile. When it is
     back, every event arrives once per URL, verifiable with its webhook's secret, as the beat's sweep
     keeps sending the due retries."""
-    from tests.alerts.conftest import free_port
+    from tests.support.daemons import free_port
 
     settings.WEBHOOK_RETRY_DELAYS_S = [0.5, 1, 2, 4, 8]
     port = free_port()
@@ -302,7 +302,7 @@ def test_the_api_redelivers_a_spent_delivery_and_refuses_the_rest(site_a, org_b,
                                                                   django_capture_on_commit_callbacks):
     """The dashboard's Redeliver, for agencies' tools: 202 with the new attempt, 409 not_redeliverable while
     it is tried or after it arrived, 404 from another organization, 403 for a read-only key."""
-    from tests.api.conftest import client_with, make_key
+    from tests.support.api import client_with, make_key
     from tlsaudit.api import keys
 
     settings.WEBHOOK_RETRY_DELAYS_S = [0]

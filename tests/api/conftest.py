@@ -1,23 +1,9 @@
 """API personas: a read-write and a read-only key of Agency A, a read-write key of Agency B."""
 
 import pytest
-from rest_framework.test import APIClient
 
+from tests.support.api import client_with, make_key
 from tlsaudit.api import keys
-from tlsaudit.api.models import ApiKey
-
-
-def make_key(org, scope=keys.READ_WRITE, name=None, **extra) -> tuple[ApiKey, str]:
-    new = keys.generate(scope)
-    key = ApiKey.objects.create(organization=org, name=name or f"{scope} key", scope=scope, lookup=new.lookup,
-                                digest=new.digest, **extra)
-    return key, new.plaintext
-
-
-def client_with(plaintext: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {plaintext}")
-    return client
 
 
 @pytest.fixture
@@ -46,12 +32,3 @@ def api_ro(ro_key):
 def api_b(org_b):
     """Agency B with a read-write key: every Agency A object must answer 404 to it."""
     return client_with(make_key(org_b, keys.READ_WRITE, "agency-b write")[1])
-
-
-def error_of(response) -> dict:
-    """The error body, after checking the shape every API error shares."""
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert set(body["error"]) == {"code", "message", "fields"}, body
-    assert body["error"]["message"], body
-    return body["error"]

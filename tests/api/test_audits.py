@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import done_audit, queries_of
 from tests.domain.factories import deployment
+from tests.support.api import client_with, error_of, make_key
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.api.models import IdempotencyRecord

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
-from tests.api.conftest import client_with, error_of, make_key
+from tests.support.api import client_with, error_of, make_key
 from tlsaudit.api import keys
 
 ROOT = Path(__file__).resolve().parents[2]

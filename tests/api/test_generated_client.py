@@ -19,8 +19,8 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.api.conftest import make_key
-from tests.loadtests.conftest import http_server
+from tests.support.api import make_key
+from tests.support.loadtests import http_server
 from tests.support.web import Gunicorn
 
 ROOT = Path(__file__).resolve().parents[2]

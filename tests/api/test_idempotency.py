@@ -22,8 +22,8 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.response import Response
 
-from tests.api.conftest import error_of, make_key
 from tests.faults.support import wait_until
+from tests.support.api import error_of, make_key
 from tests.support.web import Gunicorn
 from tlsaudit.api import idempotency
 from tlsaudit.api.models import IdempotencyRecord

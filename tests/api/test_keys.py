@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from tests.api.conftest import client_with, error_of, make_key
+from tests.support.api import client_with, error_of, make_key
 from tlsaudit.api import keys
 from tlsaudit.api.models import ApiKey
 from tlsaudit.core.models import AuditLogEntry

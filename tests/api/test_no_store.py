@@ -5,8 +5,8 @@ errors of every kind, the public schema; existing directives (the webhook secret
 import pytest
 from rest_framework.test import APIClient
 
-from tests.api.conftest import client_with, make_key
 from tests.api.test_webhooks import HOOK_URL
+from tests.support.api import client_with, make_key
 from tlsaudit.api import keys
 
 pytestmark = pytest.mark.django_db

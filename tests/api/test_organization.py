@@ -2,8 +2,8 @@
 
 from rest_framework.test import APIClient
 
-from tests.api.conftest import error_of
 from tests.api.test_sites import add_site
+from tests.support.api import error_of
 
 
 def test_it_describes_the_organization_and_its_members(api, api_ro, org_a):
@@ -48,7 +48,7 @@ def test_a_session_acts_for_the_organization_it_names(client, alice, charlie, or
 
 
 def test_a_session_without_an_organization_gets_a_clear_404(db):
-    from tests.conftest import make_user
+    from tests.support.personas import make_user
 
     api = APIClient()
     api.force_login(make_user("loner@example.test"))

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import queries_of
-from tests.loadtests.conftest import lab_site, load_worker, start_load_worker, verify, wait_finished  # noqa: F401
+from tests.support.api import client_with, error_of, make_key
+from tests.support.loadtests import verify, wait_finished
 from tlsaudit.api import keys
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import queries_of
-from tests.probes.conftest import browser_worker, probe_site, wait_finished  # noqa: F401
+from tests.support.api import client_with, error_of, make_key
+from tests.support.probes import wait_finished
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.probes.models import Probe

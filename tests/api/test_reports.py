@@ -6,9 +6,9 @@ import io
 
 import pytest
 
-from tests.api.conftest import client_with, error_of, make_key
 from tests.api.factories import done_audit, queries_of
-from tests.reports.conftest import no_chromium_left, pdf_text  # noqa: F401
+from tests.support.api import client_with, error_of, make_key
+from tests.support.pdf import pdf_text
 from tests.support.waiting import wait_finished as wait_until_finished
 from tlsaudit.api import keys
 from tlsaudit.reports import services

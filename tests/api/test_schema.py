@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from tests.api.conftest import make_key
 from tests.api.factories import done_audit
 from tests.api.test_perf import make_run
 from tests.api.test_probes import make_probe
 from tests.api.test_reports import make_report
 from tests.api.test_sites import add_site
 from tests.api.test_webhooks import make_hook
+from tests.support.api import make_key
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.yaml"

@@ -3,8 +3,8 @@ with it, filtered by it; hostile addresses refused in parse_address's words; HTT
 
 import pytest
 
-from tests.api.conftest import client_with, error_of, make_key
-from tests.loadtests.conftest import verify
+from tests.support.api import client_with, error_of, make_key
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.loadtests.models import PerfRun

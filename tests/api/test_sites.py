@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.api.conftest import error_of
+from tests.support.api import error_of
 from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit, AuditCertificate
 from tlsaudit.sites.models import Site, Tag

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tests.api.conftest import client_with, error_of, make_key
+from tests.support.api import client_with, error_of, make_key
 from tests.support.web import Gunicorn, hammer
 
 CLIENTS = 20

@@ -11,9 +11,8 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from tests.alerts.conftest import webhook_receiver  # noqa: F401
-from tests.api.conftest import error_of
 from tests.api.factories import queries_of
+from tests.support.api import error_of
 from tests.support.waiting import eventually as wait_for
 from tlsaudit.alerts.forms import MAX_WEBHOOKS, WebhookForm
 from tlsaudit.alerts.models import Webhook, WebhookDelivery

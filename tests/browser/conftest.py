@@ -1,12 +1,9 @@
 """Browser-probe fixtures: the local probe site (nginx, test CA) and one shared probe browser.
 
-Chromium processes are counted as descendants of this test process whose command name starts with
-"chrom" (Playwright's driver is our child, Chromium its child), as tests/e2e/conftest.py does.
+Chromium processes are counted by tests/support/chromium_count.py.
 """
 
 import os
-import re
-from pathlib import Path
 
 import pytest
 
@@ -16,28 +13,6 @@ from tests.support.tls_servers import require_nginx
 # Playwright's sync API runs an event loop in the test thread; Django would refuse ORM calls there.
 os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 PINS = {HOST: "127.0.0.1", INTERNAL_HOST: "127.0.0.2"}
-
-
-def chromium_processes() -> list[int]:
-    table = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            comm = stat[stat.index("(") + 1:stat.rindex(")")]
-            table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), comm)
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, stack = [], list(children.get(os.getpid(), []))
-    while stack:
-        pid = stack.pop()
-        if re.match(r"chrom", table[pid][1]):
-            found.append(pid)
-        stack.extend(children.get(pid, []))
-    return sorted(found)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.browser.conftest import chromium_processes
+from tests.support.chromium_count import chromium_processes
 from tests.support.probe_site import INTERNAL_HOST
 from tests.support.tls_servers import free_ports
 from workers.browser.chromium import alive, marked_pids

@@ -19,18 +19,14 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 # pytest-django serves on "localhost" by default; the suite only ever talks to 127.0.0.1.
 os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = PROJECT_ROOT / "test-artifacts"
-SCREENSHOTS = PROJECT_ROOT / "docs" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
-VIEWPORT = {"width": 1280, "height": 800}
-CHROMIUM_ARGS = [
-    "--no-sandbox",  # required as root
-    "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run", "--no-default-browser-check",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--disable-domain-reliability", "--metrics-recording-only",
-    "--disable-features=OptimizationHints,MediaRouter,Translate,NetworkTimeServiceQuerying",
-]
+from tests.support.e2e import (  # noqa: E402  (after the environment above)
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    VIEWPORT,
+)
+
 MARKER = "TLSAUDIT_E2E_RUN"
 
 

@@ -10,10 +10,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.api.conftest import client_with, make_key
-from tests.conftest import make_user
 from tests.e2e.test_layout import signed_in_context, visit
 from tests.support import waiting
+from tests.support.api import client_with, make_key
+from tests.support.personas import make_user
 from tests.support.sites import added_site
 from tests.test_member_keys import answers
 from tlsaudit.api import keys

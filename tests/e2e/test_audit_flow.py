@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from tests.conftest import PASSWORD
 from tests.hostile import closed_port
+from tests.support.personas import PASSWORD
 from tests.support.sites import added_site
 from tlsaudit.audits.models import Audit
 

@@ -4,8 +4,8 @@ so that check is not vacuous."""
 
 import pytest
 
-from tests.conftest import PASSWORD
-from tests.e2e.conftest import VIEWPORT
+from tests.support.e2e import VIEWPORT
+from tests.support.personas import PASSWORD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ import pytest
 from django.core import mail
 from playwright.sync_api import expect
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from tests.support.sites import added_site
 from tlsaudit.accounts.models import User
 from tlsaudit.domain import roles

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from tests.support.sites import added_site
 from tests.support.wan import start_wan, wait_gone
 from tlsaudit.loadtests.models import PerfRun

@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from tests.hostile_targets.conftest import (
+from tests.support import waiting
+from tests.support.hostile_targets import (
     CONNECTION_S,
     PAGE_S,
     TARGETS,
@@ -32,12 +33,11 @@ from tests.hostile_targets.conftest import (
     foreign_chromium,
     hostile_target,
     open_fds,
-    settled,
     sslyze_threads,
 )
-from tests.loadtests.conftest import verify
-from tests.support import waiting
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
+from tests.support.waiting import settled
 from tlsaudit.sites.models import Site
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -18,7 +18,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.api.conftest import client_with, make_key
+from tests.support.api import client_with, make_key
 from tlsaudit.api import keys
 
 # Patterns that belong to no organization (or take a signed token), with why they are safe.

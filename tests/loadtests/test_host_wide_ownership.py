@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.hostile import closed_port
-from tests.loadtests.conftest import http_server
+from tests.support.loadtests import http_server
 from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.verification import address_unproven_reason, check_now, host_proof, verification_for

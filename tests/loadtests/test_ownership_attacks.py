@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.hostile import closed_port
-from tests.loadtests.conftest import dns_server, http_server
+from tests.support.loadtests import dns_server, http_server
 from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import new_secret
@@ -279,7 +279,7 @@ def test_renaming_the_site_keeps_the_proof(org):
 
 
 def test_the_site_form_and_the_api_edit_withdraw_it_too(org):
-    from tests.api.conftest import client_with, make_key
+    from tests.support.api import client_with, make_key
     from tlsaudit.sites.forms import SiteForm
 
     site = proven_site(org)
@@ -300,7 +300,7 @@ def test_the_site_form_and_the_api_edit_withdraw_it_too(org):
 def test_an_echoing_site_cannot_be_load_tested_from_the_web_or_the_api(login, alice, org_a):
     """Given a site whose soft-404 echoes the path, when its (attacker) owner presses "Check now" and
     starts runs from the page and the API, then every start is refused; serving the file unlocks them."""
-    from tests.api.conftest import client_with, make_key
+    from tests.support.api import client_with, make_key
     from tlsaudit.loadtests.models import PerfRun
 
     site = local_site(org_a)

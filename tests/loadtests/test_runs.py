@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from tests.hostile import closed_port
-from tests.loadtests.conftest import verify, wait_finished
+from tests.support.loadtests import verify, wait_finished
 from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun

@@ -4,7 +4,7 @@ roles (viewers 403) and tenant isolation (other organizations 404 on every URL).
 import pytest
 from django.urls import reverse
 
-from tests.loadtests.conftest import verify
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun

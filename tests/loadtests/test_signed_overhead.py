@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from tests.api.conftest import client_with, make_key
-from tests.loadtests.conftest import verify, wait_finished
+from tests.support.api import client_with, make_key
+from tests.support.loadtests import verify, wait_finished
 from tests.support.sites import added_site
 from tests.support.tls_servers import free_ports, launch_nginx, nginx_conf, wait_for_ports
 from tlsaudit.api import keys

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.hostile import closed_port
-from tests.loadtests.conftest import dns_server, http_server
+from tests.support.loadtests import dns_server, http_server
 from tests.support.sites import added_site
 from tlsaudit.loadtests import services
 from tlsaudit.loadtests.verification import check_now, verification_for

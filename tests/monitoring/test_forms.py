@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 from django_celery_beat.models import PeriodicTask
 
-from tests.conftest import make_user
+from tests.support.personas import make_user
 from tlsaudit.domain import roles
 from tlsaudit.monitoring.forms import ScheduleForm, WindowForm
 from tlsaudit.monitoring.models import OrgSchedulePolicy, SiteSchedule

@@ -10,8 +10,8 @@ import pytest
 import time_machine
 from django.urls import reverse
 
-from tests.api.conftest import client_with, make_key
 from tests.domain.factories import NOW, rsa_cert
+from tests.support.api import client_with, make_key
 from tests.support.sites import added_site
 from tlsaudit.sites.models import Site, Tag
 

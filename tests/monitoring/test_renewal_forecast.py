@@ -9,9 +9,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.urls import reverse
 
-from tests.api.conftest import client_with, make_key
 from tests.api.factories import done_audit
 from tests.domain.factories import deployment, rsa_cert
+from tests.support.api import client_with, make_key
 from tests.support.sites import added_site
 
 pytestmark = pytest.mark.django_db

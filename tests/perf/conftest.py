@@ -1,14 +1,13 @@
 """Fixtures of the scale tests: graded audits built from factory facts (no network), sites with
 tags and history in any number, a finished performance run and probe in the workers' shapes."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
 from tests.domain.factories import make_facts
+from tests.support.scale import T0
 from tests.support.sites import added_site
-
-T0 = datetime(2026, 2, 1, 2, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture

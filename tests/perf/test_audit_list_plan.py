@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.api.conftest import client_with, make_key
+from tests.support.api import client_with, make_key
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits.models import Audit

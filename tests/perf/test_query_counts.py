@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
-from tests.perf.conftest import T0
+from tests.support.scale import T0
 
 pytestmark = pytest.mark.django_db
 SIZES = (3, 30)

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from tests.hostile import closed_port
-from tests.probes.conftest import chromium_processes, wait_finished, wait_no_chromium
+from tests.support.probes import chromium_processes, wait_finished, wait_no_chromium
 from tests.support.sites import added_site
 from tlsaudit.probes import services
 from tlsaudit.probes.models import Probe

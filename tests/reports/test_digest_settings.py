@@ -14,11 +14,10 @@ from email import policy
 import pytest
 from django.urls import reverse
 
-from tests.alerts.conftest import free_port, smtp_server  # noqa: F401  (fixture)
-from tests.api.conftest import client_with, make_key
-from tests.conftest import make_user
-from tests.reports.conftest import done_audit
 from tests.reports.test_digests import wait_for
+from tests.support.api import client_with, make_key
+from tests.support.audits import done_audit
+from tests.support.personas import make_user
 from tests.support.sites import added_site
 from tlsaudit.api import keys
 from tlsaudit.audits.models import Audit

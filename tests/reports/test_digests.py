@@ -11,8 +11,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django_celery_beat.models import PeriodicTask
 
-from tests.alerts.conftest import free_port, smtp_server  # noqa: F401  (fixture)
-from tests.reports.conftest import done_audit
+from tests.support.audits import done_audit
+from tests.support.daemons import free_port
 from tlsaudit.reports import digests
 from tlsaudit.reports.models import DigestDelivery, Report, ReportSchedule
 from workers.tasks.digests import deliver_digest, send_due_digests

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.reports.conftest import ink_of_first_page, pdf_pages, pdf_text
+from tests.support.pdf import ink_of_first_page, pdf_pages, pdf_text
 from workers.reports.pdf import PdfError, render_pdf
 
 READY_PAGE = """<!DOCTYPE html><html><body style="background:#fff">

@@ -1,7 +1,7 @@
 """`manage.py audit HOST --pdf FILE` against the TLS lab: the one-off audit as a PDF report,
 with no database, no broker and no worker (the audit CLI's sandbox checks that nothing was written)."""
 
-from tests.reports.conftest import ink_of_first_page, pdf_text
+from tests.support.pdf import ink_of_first_page, pdf_text
 from tests.test_audit_cli import audit_cli, lab_target  # noqa: F401  (the sandboxed CLI fixture)
 
 

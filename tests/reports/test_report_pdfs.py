@@ -8,7 +8,8 @@ import unicodedata
 
 import pytest
 
-from tests.reports.conftest import done_audit, ink_of_first_page, pdf_pages, pdf_text
+from tests.support.audits import done_audit
+from tests.support.pdf import ink_of_first_page, pdf_pages, pdf_text
 from tests.support.sites import added_site
 from tlsaudit.reports import presenters, services
 from tlsaudit.reports.models import Report, ReportBranding

@@ -5,7 +5,8 @@ downloading it: a real worker on the `browser` queue prints it in Chromium. Outs
 import pytest
 from django.urls import reverse
 
-from tests.reports.conftest import done_audit, pdf_text
+from tests.support.audits import done_audit
+from tests.support.pdf import pdf_text
 from tests.support.waiting import wait_finished as wait_until_finished
 from tlsaudit.reports.models import Report
 
@@ -96,7 +97,7 @@ def test_outsiders_get_404_and_viewers_get_the_pdf_of_what_they_see(login, bob, 
 def test_pdf_reports_are_limited_per_organization_per_hour_for_every_role(login, bob, site_a, settings):
     """Every role may ask for a PDF, and each is a Chromium render on the queue digests and probes share: an
     organization asks for at most REPORT_LIMIT_PER_ORG_HOUR an hour (digests do not count)."""
-    from tests.api.conftest import client_with, make_key
+    from tests.support.api import client_with, make_key
     from tlsaudit.api import keys
     from tlsaudit.reports.models import DigestDelivery
 

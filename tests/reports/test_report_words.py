@@ -12,10 +12,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.api.conftest import client_with, make_key
 from tests.domain.factories import NOW, deployment, rsa_cert
 from tests.domain.test_trustwords import EXPIRED, UNKNOWN
-from tests.reports.conftest import done_audit, pdf_text
+from tests.support.api import client_with, make_key
+from tests.support.audits import done_audit
+from tests.support.pdf import pdf_text
 from tlsaudit.audits.management.commands.audit import cli_json
 from tlsaudit.audits.textreport import render_text
 from tlsaudit.domain.audit_report import build_report

@@ -2,10 +2,14 @@
 
 import pytest
 
-from tests.alerts.conftest import webhook_receiver  # noqa: F401  (a real HTTP receiver on 127.0.0.1)
-from tests.conftest import make_user
-from tests.monitoring.conftest import done_audit  # noqa: F401  (graded audits from factory facts)
-from tests.reports.conftest import no_chromium_left  # noqa: F401  (no Chromium may outlive a test)
+from tests.support.audits import finished_audit
+from tests.support.personas import make_user
+
+
+@pytest.fixture
+def done_audit():
+    """done_audit(site, at=datetime, **make_facts kwargs) -> a graded, finished Audit (no network)."""
+    return finished_audit
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from django.test import RequestFactory
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 from tlsaudit.core.auditlog import REDACTED, record
 from tlsaudit.core.models import AuditLogEntry
 

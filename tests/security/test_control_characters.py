@@ -19,7 +19,7 @@ from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from tests.api.conftest import client_with, error_of, make_key
+from tests.support.api import client_with, error_of, make_key
 from tests.support.smtp import refusing_smtp, use_smtp
 from tlsaudit.accounts.models import User
 from tlsaudit.alerts import services as alerts

@@ -200,7 +200,7 @@ def test_the_500_page_has_no_inline_code():
 def test_the_admin_is_under_the_policy_too(client, world):
     from django.contrib import admin
 
-    from tests.conftest import make_user
+    from tests.support.personas import make_user
 
     client.force_login(make_user("root@tlsaudit.test", is_staff=True, is_superuser=True))
     urls = [reverse("admin:index")] + [reverse(f"admin:{m._meta.app_label}_{m._meta.model_name}_changelist")

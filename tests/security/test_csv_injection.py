@@ -20,8 +20,8 @@ import unicodedata
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from tests.api.conftest import client_with, make_key
-from tests.perf.conftest import T0
+from tests.support.api import client_with, make_key
+from tests.support.scale import T0
 from tests.support.sites import added_site
 from tests.test_audit_views import done_audit
 from tlsaudit.alerts.models import Webhook, WebhookDelivery

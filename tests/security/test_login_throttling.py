@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.support.personas import PASSWORD
 
 pytestmark = pytest.mark.django_db
 ATTACKER, OFFICE = "203.0.113.66", "198.51.100.20"

@@ -9,8 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.reports.conftest import done_audit, pdf_text
 from tests.security.htmlcheck import directives
+from tests.support.audits import done_audit
+from tests.support.pdf import pdf_text
 from tlsaudit.reports import services
 from workers.reports.pdf import render_pdf
 

@@ -17,8 +17,9 @@ from contextlib import contextmanager
 import pytest
 
 from tests import hostile
-from tests.hostile_targets.conftest import open_fds, settled
-from tests.ssrf.conftest import REBIND, STAND_IN_POLICY, route_handler
+from tests.support.hostile_targets import open_fds
+from tests.support.ssrf import REBIND, STAND_IN_POLICY, route_handler
+from tests.support.waiting import settled
 from workers.browser.guard import AddressGuard
 from workers.browser.probe import run_probe
 from workers.browser.spec import ProbeSpec

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests import hostile
-from tests.ssrf.conftest import STAND_IN_POLICY
+from tests.support.ssrf import STAND_IN_POLICY
 from workers.browser.chromium import ProbeBrowser
 from workers.browser.guard import AddressGuard
 from workers.browser.probe import run_probe

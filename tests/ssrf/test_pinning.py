@@ -14,9 +14,9 @@ import time
 import pytest
 
 from tests import hostile
-from tests.loadtests.conftest import verify
-from tests.ssrf.conftest import REBIND
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
+from tests.support.ssrf import REBIND
 
 
 def test_an_audit_looks_a_rebinding_name_up_once_and_connects_only_to_that_address(rebinding_dns, tls_lab):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests import hostile
-from tests.ssrf.conftest import route_handler
 from tests.support.sites import added_site
+from tests.support.ssrf import route_handler
 from workers.net.errors import TargetError
 
 SITE = "www.hostile.test"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import client_with, make_key
-from tests.ssrf.conftest import PUBLIC, TRICKY_TARGETS
 from tests.ssrf.test_webhooks import hook_url
+from tests.support.api import client_with, make_key
+from tests.support.ssrf import PUBLIC, TRICKY_TARGETS
 from tlsaudit.domain.netguard import parse_ip_literal
 
 SITES = "/api/v1/sites/"

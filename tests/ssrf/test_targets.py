@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from tests import hostile
-from tests.loadtests.conftest import verify
-from tests.ssrf.conftest import NUMERIC_FORMS, TARGET_IDS, TRICKY_TARGETS
 from tests.support import waiting
+from tests.support.loadtests import verify
 from tests.support.sites import added_site
+from tests.support.ssrf import NUMERIC_FORMS, TARGET_IDS, TRICKY_TARGETS
 from tlsaudit.sites.forms import SiteForm
 from tlsaudit.sites.models import Site
 from workers.net.errors import TargetError

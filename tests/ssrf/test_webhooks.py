@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests import hostile
-from tests.ssrf.conftest import TARGET_IDS, TRICKY_TARGETS
+from tests.support.ssrf import TARGET_IDS, TRICKY_TARGETS
 from tlsaudit.alerts import webhooks
 from tlsaudit.alerts.forms import WebhookForm
 from tlsaudit.alerts.models import Webhook

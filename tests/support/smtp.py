@@ -1,6 +1,6 @@
 """A real SMTP server (aiosmtpd) on 127.0.0.1 that refuses every recipient with 550, for tests of
 mail failures: Django's SMTP backend talks to it as to any server and a send raises
-SMTPRecipientsRefused. The accepting twin is `smtp_server` in tests/alerts/conftest.py.
+SMTPRecipientsRefused. The accepting twin is `smtp_server` in tests/fixtures/receivers.py.
 
     with refusing_smtp() as (port, server):
         use_smtp(settings, port)
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from tests.alerts.conftest import free_port
+from tests.support.daemons import free_port
 
 
 class RefusingServer:

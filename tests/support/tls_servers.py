@@ -4,7 +4,7 @@ One nginx master serves every entry of `FIXTURES` on its own 127.0.0.1 port (plu
 port each). Expected grades follow /work/shared/grading.md (the "SSL Labs 2009r (this spec)"
 column), for a scan of hostname "localhost" pinned to 127.0.0.1 with `TlsLab.ca_file` as custom CA.
 
-Use from pytest (the lead re-exports this module in tests/conftest.py):
+Use from pytest (a plugin: tests/conftest.py registers this module in pytest_plugins):
 
     def test_it_grades_tls10_as_b(tls_lab):
         port = tls_lab.port("b_tls10_enabled")

@@ -21,7 +21,8 @@ SSLYZE_COMMANDS = {
 def scan_local(host, port, **kwargs):
     # sslyze's own 5 s: openssl s_server answers one connection at a time, and on a busy machine a queued
     # handshake waited past 2 s (the scan then failed as a slow server's would)
-    return run_scan(host, port, ip="127.0.0.1", allow_private=True, network_timeout=5, **kwargs)
+    kwargs.setdefault("network_timeout", 5)
+    return run_scan(host, port, ip="127.0.0.1", allow_private=True, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +194,7 @@ def test_a_closed_port_is_refused_fast(closed_port):
 
 
 def test_a_silent_port_times_out_within_30_seconds(blackhole_port):
-    outcome, elapsed = timed_scan("localhost", blackhole_port, max_retries=1)
+    outcome, elapsed = timed_scan("localhost", blackhole_port, max_retries=1, network_timeout=2)
     assert outcome.error.code == "timeout"
     assert outcome.error.message == (f"No answer from 127.0.0.1:{blackhole_port} within 2 s: "
                                      "the port accepts connections but never answers the TLS handshake "

@@ -18,7 +18,8 @@ from workers.tls.engine import run_scan
 def scan_local(host, port, **kwargs):
     # sslyze's own 5 s: openssl s_server answers one connection at a time, and on a busy machine a queued
     # handshake waited past 2 s (the scan then failed as a slow server's would)
-    return run_scan(host, port, ip="127.0.0.1", allow_private=True, network_timeout=5, **kwargs)
+    kwargs.setdefault("network_timeout", 5)
+    return run_scan(host, port, ip="127.0.0.1", allow_private=True, **kwargs)
 
 
 def test_a_name_mismatch_leaves_the_custom_ca_trust_of_a_valid_chain_ok(s_server, test_pki):

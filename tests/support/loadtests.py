@@ -1,5 +1,5 @@
-"""Fixtures of the performance tests: a real Celery worker on the `load` queue, a tiny HTTP
-server and a tiny DNS server on 127.0.0.1 (real sockets, real packets), and lab sites."""
+"""Helpers of the performance tests: a site's proof recorded as passed, waiting for a run, and a tiny HTTP
+server and a tiny DNS server on 127.0.0.1 (real sockets, real packets)."""
 
 import socket
 import threading
@@ -7,22 +7,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
 from django.utils import timezone
 
 from tests.support import waiting
-from tests.support.sites import added_site
-
-
-@pytest.fixture
-def start_load_worker(start_worker_on):
-    """start() runs a real Celery worker on the `load` queue until the test ends."""
-    return lambda: start_worker_on(("load",), concurrency=4)
-
-
-@pytest.fixture
-def load_worker(start_load_worker):
-    return start_load_worker()
 
 
 def verify(site, method="http", ips=("127.0.0.1",)):
@@ -34,17 +21,6 @@ def verify(site, method="http", ips=("127.0.0.1",)):
     verification.record_pass(method, timezone.now(), list(ips))
     verification.save()
     return verification
-
-
-@pytest.fixture
-def lab_site(org_a, tls_lab):
-    """localhost on the lab's no-resumption server (HTTP and HTTPS ports), pinned to 127.0.0.1, verified."""
-
-    name = "load_no_resumption"
-    site = added_site(organization=org_a, hostname="localhost", https_port=tls_lab.port(name),
-                               http_port=tls_lab.http_port(name), pinned_ip="127.0.0.1", name="Lab")
-    verify(site)
-    return site
 
 
 def wait_finished(run, timeout=60.0):

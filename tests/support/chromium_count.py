@@ -1,0 +1,28 @@
+"""Chromium processes below this test process: descendants whose command name starts with "chrom"
+(Playwright's driver is our child, Chromium its child), as tests/e2e/conftest.py counts them."""
+
+import os
+import re
+from pathlib import Path
+
+
+def chromium_processes() -> list[int]:
+    table = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), comm)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, stack = [], list(children.get(os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        if re.match(r"chrom", table[pid][1]):
+            found.append(pid)
+        stack.extend(children.get(pid, []))
+    return sorted(found)
