@@ -90,7 +90,7 @@ def run_preset(site, preset: dict, timeout_s: float) -> tuple[float | None, obje
 def answer(run) -> tuple[str, bool]:
     """The run's HTTPS vs HTTP (or TLS 1.3 vs 1.2) figures in words, and whether every one has a verdict."""
     from tlsaudit.domain import stats
-    from tlsaudit.loadtests.services import summary_of
+    from tlsaudit.loadtests.summaries import summary_of
 
     if run.status != "done":
         return f"{run.status}: {run.error_message}", False

@@ -2,6 +2,7 @@
 only domain; Django apps never import the engines (the web process must not load sslyze)."""
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -9,8 +10,14 @@ ROOT = Path(__file__).resolve().parent.parent
 OURS = ("tlsaudit", "workers")
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """Each module parsed once for all the checks below (they walk the same files)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
 def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = parsed(path)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -33,7 +40,7 @@ def test_domain_imports_only_domain():
 def test_domain_imports_no_django_nor_network_libraries():
     forbidden = ("django", "socket", "ssl", "sslyze", "nassl", "requests", "celery")
     for path in modules_under("tlsaudit/domain"):
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -58,7 +65,7 @@ def test_django_apps_do_not_import_engines_at_module_level():
     for path in modules_under("tlsaudit"):
         if "domain" in path.parts or "management" in path.parts:
             continue  # management commands are CLIs that run engines on purpose
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         for node in tree.body:  # module level only: a lazy import inside a function is fine
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith(engines), f"{path.relative_to(ROOT)} imports {node.module}"
@@ -122,7 +129,7 @@ def import_arrows():
     """(importer, imported, lazy, path, line) for every import of one of our modules by another."""
     known = our_modules()
     for module, path in known.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = parsed(path)
         inside = function_body_nodes(tree)
         for node in ast.walk(tree):
             for name in imported_names(node, module, path):
@@ -228,7 +235,7 @@ def model_receivers(path: Path) -> set[tuple[str, str]]:
     """(file, function) of every receiver of a model signal: `@receiver(post_save, ...)` or `post_save.connect(f)`."""
     found = set()
     relative = path.relative_to(ROOT).as_posix()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.FunctionDef):
             for decorator in node.decorator_list:
                 if (isinstance(decorator, ast.Call) and getattr(decorator.func, "id", "") == "receiver"
@@ -267,7 +274,7 @@ def test_no_test_module_imports_a_conftest_and_nothing_is_star_imported():
     pytest_plugins (issue #32 item 3): a conftest is pytest's to load, not a module to import from."""
     offenders = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and node.module and (
                     node.module.split(".")[-1] == "conftest" or any(a.name == "*" for a in node.names)):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} from {node.module} import ...")

@@ -64,7 +64,7 @@ def test_no_audit_no_card(login, alice, site_a):
 
 
 def summary_version():
-    from tlsaudit.loadtests.services import SUMMARY_VERSION
+    from tlsaudit.loadtests.summaries import SUMMARY_VERSION
 
     return SUMMARY_VERSION
 

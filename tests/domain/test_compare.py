@@ -33,6 +33,7 @@ def covers(result: dict) -> bool:
     return math.log1p(result["low_pct"] / 100) <= TRUE_LOG_CHANGE <= math.log1p(result["high_pct"] / 100)
 
 
+@pytest.mark.slow   # thousands of simulated experiments: in every full run, not in the edit-test loop
 @pytest.mark.parametrize("pairs,requests,run_drift,pair_drift", [
     (3, 300, 0.0, 0.0),       # the fewest pairs that give an interval; a quiet machine
     (3, 300, 0.10, 0.05),     # runs drifting by ~10 %

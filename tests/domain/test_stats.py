@@ -64,6 +64,7 @@ def test_the_normal_approximation_is_close_to_the_exact_cut_near_the_switch():
 
 # --- median and its interval ---------------------------------------------------------------------
 
+@pytest.mark.slow   # thousands of simulated experiments: in every full run, not in the edit-test loop
 @pytest.mark.parametrize("name", DISTRIBUTIONS)
 @pytest.mark.parametrize("n, trials", [(3, 1500), (10, 1000), (25, 300)])
 def test_the_median_interval_covers_the_true_median_95_percent_of_the_time(name, n, trials):

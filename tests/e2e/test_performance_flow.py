@@ -10,7 +10,7 @@ from tests.support.personas import PASSWORD
 from tests.support.sites import added_site
 from tests.support.wan import start_wan, wait_gone
 from tlsaudit.loadtests.models import PerfRun
-from tlsaudit.loadtests.services import summary_of
+from tlsaudit.loadtests.summaries import summary_of
 from tlsaudit.loadtests.verification import verification_for
 from tlsaudit.sites.models import Site
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from tests.hostile import closed_port
 from tests.support.loadtests import http_server
 from tests.support.sites import added_site
-from tlsaudit.loadtests import services
+from tlsaudit.loadtests import checks, services
 from tlsaudit.loadtests.verification import address_unproven_reason, check_now, host_proof, verification_for
 from tlsaudit.sites.models import Site
 
@@ -48,14 +48,14 @@ def test_proving_a_host_on_one_port_covers_its_other_ports_in_the_organization()
     org = org_named("Agency A")
     main = site_on(org, https_port=closed_port())
     other_port = site_on(org, https_port=closed_port() + 1)
-    with pytest.raises(services.RunRefused):
+    with pytest.raises(checks.RunRefused):
         services.queue_run(other_port, "load", LOAD)      # before: not verified
 
     prove_by_file(main)
 
     proof = host_proof(other_port)
     assert proof.is_verified and proof.site_id == main.pk
-    assert services.unverified_reason(other_port) is None
+    assert checks.unverified_reason(other_port) is None
     assert services.queue_run(other_port, "load", LOAD).status == "queued"
     assert not verification_for(other_port).is_verified   # its own row was not touched: the host's proof covers it
 
@@ -67,7 +67,7 @@ def test_another_organization_on_the_same_host_does_not_share_the_proof():
     charlies = site_on(charlie_org, https_port=closed_port() + 1)
 
     assert not host_proof(charlies).is_verified
-    with pytest.raises(services.RunRefused) as refused:
+    with pytest.raises(checks.RunRefused) as refused:
         services.queue_run(charlies, "load", LOAD)
     assert refused.value.code == "unverified"
     assert host_proof(charlies).site_id == charlies.pk     # his own file to serve, with his own secret
@@ -81,7 +81,7 @@ def test_a_site_pinned_elsewhere_or_under_another_name_is_not_covered():
     other_name = site_on(org, https_port=closed_port() + 3, hostname="shop.localhost")
     for site in (elsewhere, unpinned, other_name):
         assert not host_proof(site).is_verified, site
-        assert services.unverified_reason(site) is not None
+        assert checks.unverified_reason(site) is not None
 
 
 def test_a_withdrawn_proof_withdraws_the_cover():

@@ -16,7 +16,7 @@ from django.utils import timezone
 from tests.hostile import closed_port
 from tests.support.loadtests import dns_server, http_server
 from tests.support.sites import added_site
-from tlsaudit.loadtests import services
+from tlsaudit.loadtests import checks, services
 from tlsaudit.loadtests.models import new_secret
 from tlsaudit.loadtests.verification import check_now, verification_for
 from tlsaudit.sites.models import Site
@@ -266,7 +266,7 @@ def test_changing_where_the_load_goes_withdraws_the_proof(org, change):
 
     verification = verification_for(site)
     assert not verification.is_verified and verification.site_changed
-    with pytest.raises(services.RunRefused) as refused:
+    with pytest.raises(checks.RunRefused) as refused:
         services.queue_run(site, "load", {"requests": 2, "concurrency": 1})
     assert refused.value.code == "unverified" and "changed since" in refused.value.message
 

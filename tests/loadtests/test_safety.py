@@ -6,14 +6,14 @@ from django.urls import reverse
 
 from tests.support.loadtests import verify
 from tests.support.sites import added_site
-from tlsaudit.loadtests import services
+from tlsaudit.loadtests import checks, services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 
 pytestmark = pytest.mark.django_db
 
 
-def refusal(site, kind, params, user=None) -> services.RunRefused:
-    with pytest.raises(services.RunRefused) as refused:
+def refusal(site, kind, params, user=None) -> checks.RunRefused:
+    with pytest.raises(checks.RunRefused) as refused:
         services.queue_run(site, kind, params, user=user)
     return refused.value
 
@@ -90,8 +90,8 @@ def test_one_run_per_site_at_a_time(site_a, org_a, django_capture_on_commit_call
     ("load", {"path": "no-slash"}, "path must start with /"),
 ])
 def test_params_are_validated(kind, params, message):
-    with pytest.raises(services.RunRefused) as refused:
-        services.validate_params(kind, params)
+    with pytest.raises(checks.RunRefused) as refused:
+        checks.validate_params(kind, params)
     assert refused.value.code == "invalid_params" and message in refused.value.message
 
 
@@ -181,8 +181,8 @@ def test_presets_fit_the_caps_show_their_bound_or_say_why_they_cannot(login, ali
         post = QueryDict(mutable=True)
         for name, value in preset["fields"]:
             post.appendlist(name, str(value))
-        params = services.validate_params(preset["kind"], params_from_post(preset["kind"], post))
-        services.check_caps(preset["kind"], params, limits)      # the button's plan passes every cap
+        params = checks.validate_params(preset["kind"], params_from_post(preset["kind"], post))
+        checks.check_caps(preset["kind"], params, limits)      # the button's plan passes every cap
         assert plans.bound_s(preset["kind"], params) == preset["bound_s"] <= 30
         assert f"≤ {preset['bound_s']:.0f} s" in page
     sweeps = [p for p in offered if p["kind"] == "sweep"]
@@ -194,7 +194,7 @@ def test_a_plan_that_could_outlast_the_maximum_duration_is_refused_before_it_sta
     verify(site_a)
     LoadLimits.objects.create(organization=org_a, max_concurrency=100, max_requests_per_run=5000,
                               max_duration_s=60, runs_per_day=5)
-    with pytest.raises(services.RunRefused) as refused:
+    with pytest.raises(checks.RunRefused) as refused:
         services.queue_run(site_a, "sweep", {"levels": "1,20,40,60", "modes": ["new", "keepalive"], "requests": 500,
                                              "repeats": 3, "seconds": 5})
     assert refused.value.code == "cap_duration"
@@ -203,9 +203,9 @@ def test_a_plan_that_could_outlast_the_maximum_duration_is_refused_before_it_sta
                                             "set-up): above Agency A's maximum duration of 60 s per run.")
     # 0.46 s per run would be below the shortest a run may be: the words say what else would fit
     assert refused.value.message.endswith("Fewer levels, suites, agents levels or repeats would fit.")
-    shorter = services.validate_params("sweep", {"levels": "1,20", "modes": ["new"], "requests": 500, "seconds": 5})
-    with pytest.raises(services.RunRefused) as refused:
-        services.check_caps("sweep", shorter, LoadLimits.for_org(org_a))
+    shorter = checks.validate_params("sweep", {"levels": "1,20", "modes": ["new"], "requests": 500, "seconds": 5})
+    with pytest.raises(checks.RunRefused) as refused:
+        checks.check_caps("sweep", shorter, LoadLimits.for_org(org_a))
     assert refused.value.message.endswith("At most 3.3 s per run would fit.")   # (60 - 5) / 14 runs - 0.6
     assert not PerfRun.objects.filter(site=site_a).exists()
 
@@ -214,13 +214,13 @@ def test_without_seconds_a_run_gets_the_longest_that_fits(org_a, site_a):
     verify(site_a)
     limits = LoadLimits.objects.create(organization=org_a, max_concurrency=100, max_requests_per_run=5000,
                                        max_duration_s=120, runs_per_day=5)
-    params = services.validate_params("sweep", {"levels": "1,20,40", "modes": ["new"], "requests": 500})
-    fitted = services.fitted_seconds("sweep", params, limits.max_duration_s)
+    params = checks.validate_params("sweep", {"levels": "1,20,40", "modes": ["new"], "requests": 500})
+    fitted = checks.fitted_seconds("sweep", params, limits.max_duration_s)
     assert fitted["seconds"] == 5.0                       # 3 levels x 2 x 3 + 2 warm-ups: 20 x 5.6 + 5 = 117 s
-    wider = services.validate_params("sweep", {"levels": "1,20,40,60,80,100", "requests": 500})
+    wider = checks.validate_params("sweep", {"levels": "1,20,40,60,80,100", "requests": 500})
     # none fits (76 runs x 1.6 s + 5 s = 127 s): the shortest, and check_caps says so before it starts
-    assert services.fitted_seconds("sweep", wider, limits.max_duration_s)["seconds"] == 1.0
-    with pytest.raises(services.RunRefused, match="cap_duration|up to 127 s"):
+    assert checks.fitted_seconds("sweep", wider, limits.max_duration_s)["seconds"] == 1.0
+    with pytest.raises(checks.RunRefused, match="cap_duration|up to 127 s"):
         services.queue_run(site_a, "sweep", {"levels": "1,20,40,60,80,100", "requests": 500})
 
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from tests.hostile import closed_port
 from tests.support.loadtests import dns_server, http_server
 from tests.support.sites import added_site
-from tlsaudit.loadtests import services
+from tlsaudit.loadtests import checks
 from tlsaudit.loadtests.verification import check_now, verification_for
 from tlsaudit.sites.models import Site
 
@@ -125,8 +125,8 @@ def test_a_stale_verification_is_rechecked_before_a_run(org_a, settings):
     verification.save()
     with dns_server({}) as (port, queries):   # the record was removed since
         settings.DNS_RESOLVER = ("127.0.0.1", port)
-        with pytest.raises(services.RunRefused) as refused:
-            services.ensure_verified(site)
+        with pytest.raises(checks.RunRefused) as refused:
+            checks.ensure_verified(site)
     assert refused.value.code == "unverified" and "expired and the re-check failed" in refused.value.message
     assert queries == ["_tlsaudit.shop.example.com"]
     assert not verification_for(site).is_verified

@@ -29,7 +29,7 @@ from tlsaudit.audits.models import Audit
 from tlsaudit.demo import perfdata
 from tlsaudit.loadtests import presenters as run_tables
 from tlsaudit.loadtests.models import PerfRun
-from tlsaudit.loadtests.services import summarise
+from tlsaudit.loadtests.summaries import summarise
 from tlsaudit.orgs.models import Organization
 from tlsaudit.probes import presenters as probe_tables
 from tlsaudit.probes.models import Probe

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tlsaudit.domain.visitor_time import SiteTimings, effects_of
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.presenters import round_trips
-from tlsaudit.loadtests.services import summary_of
+from tlsaudit.loadtests.summaries import summary_of
 from tlsaudit.probes.models import Probe
 
 

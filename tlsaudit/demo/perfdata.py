@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from tlsaudit.domain.abstats import ab_report
 from tlsaudit.loadtests import plans
-from tlsaudit.loadtests.services import summary_for
+from tlsaudit.loadtests.summaries import summary_for
 from tlsaudit.probes.services import summarise
 
 SWEEP_PARAMS = {"levels": [1, 20, 40], "requests": 500, "modes": ["new", "keepalive"], "path": "/", "repeats": 3}

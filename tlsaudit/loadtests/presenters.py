@@ -16,7 +16,7 @@ from tlsaudit.domain import stats
 from tlsaudit.domain.abstats import PhaseSource, ab_text, run_figures
 from tlsaudit.domain.handshake_stats import suite_family
 from tlsaudit.domain.round_trips import combined_rtt_ms, estimate_rtt_from_histogram, rtt_note, with_round_trips
-from tlsaudit.loadtests.services import summary_of
+from tlsaudit.loadtests.summaries import summary_of
 
 PERCENTAGES = ("50", "66", "75", "80", "90", "95", "98", "99", "100")
 MODE_TITLES = {"new": "new connection per request", "keepalive": "keep-alive"}

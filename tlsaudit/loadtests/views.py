@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 from tlsaudit.core.csvexport import csv_download
 from tlsaudit.domain import roles
 from tlsaudit.domain.applicability import not_applicable_reason
-from tlsaudit.loadtests import plans, presets, services
+from tlsaudit.loadtests import checks, plans, presets, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.presenters import csv_tables, present_run
@@ -30,8 +30,8 @@ def overview_context(org, site, **extra) -> dict:
     return {"org": org, "site": site, "verification": proofs.host_proof(site), "limits": limits,
             "presets": [{**p, "not_applicable": refused.get(p["kind"])} for p in presets.presets_within(limits)],
             "not_applicable": refused, "can_run": roles.can(org.role, RUN_ACTION),
-            "default_repeats": services.DEFAULT_REPEATS, "max_repeats": services.MAX_REPEATS,
-            "default_per_agent": services.DEFAULT_PER_AGENT,
+            "default_repeats": checks.DEFAULT_REPEATS, "max_repeats": checks.MAX_REPEATS,
+            "default_per_agent": checks.DEFAULT_PER_AGENT,
             "run_time_limit_s": f"{plans.RUN_TIME_LIMIT_S:g}", "min_seconds": f"{plans.MIN_RUN_SECONDS:g}",
             "max_seconds": f"{plans.MAX_RUN_SECONDS:g}",
             # The list shows no results: leave the (large) JSON of twenty runs in the database.
@@ -84,14 +84,14 @@ def run_start(request, org, pk):
         raise Http404("No such kind of run.")
     try:
         run = services.queue_run(site, kind, params_from_post(kind, request.POST), user=request.user)
-    except services.RunRefused as refusal:
+    except checks.RunRefused as refusal:
         return render(request, "loadtests/overview.html",
                       overview_context(org, site, refusal=refusal), status=400)
     return redirect(run)
 
 
 def params_from_post(kind: str, post) -> dict:
-    """Form fields to the raw params services.validate_params checks (the API sends the same dict)."""
+    """Form fields to the raw params checks.validate_params checks (the API sends the same dict)."""
     fields = {
         "load": {"scheme": post.get("scheme", "https"), "requests": post.get("requests", 100),
                  "concurrency": post.get("concurrency", 1), "keepalive": post.get("keepalive") == "on",
@@ -99,7 +99,7 @@ def params_from_post(kind: str, post) -> dict:
         "sweep": {"levels": post.get("levels", ""), "requests": post.get("requests", 500),
                   "modes": post.getlist("modes") or ["new"], "path": post.get("path", "/")},
         "handshakes": {"versions": post.getlist("versions") or ["1.2", "1.3"],
-                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", services.DEFAULT_PER_AGENT),
+                       "agents_levels": post.get("agents_levels", ""), "per_agent": post.get("per_agent", checks.DEFAULT_PER_AGENT),
                        "resume": post.get("resume") == "on"},
     }
     for optional in ("repeats", "seconds"):   # left empty: the default (seconds: the longest that fits)

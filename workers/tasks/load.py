@@ -16,7 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from tlsaudit.domain.applicability import not_applicable_reason
-from tlsaudit.loadtests import plans, services
+from tlsaudit.loadtests import checks, plans, services
 from tlsaudit.loadtests import verification as proofs
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.outcomes import BUSY, LOCK_LOST, NO_LOAD, agents_failed, ended_early, stall_after, step_problem
@@ -43,7 +43,7 @@ def start_run(self, run_id: int) -> str:
     not_applicable = not_applicable_reason(run.site.tls_service, run.kind)
     if not_applicable:
         gate.refuse(run, fail, "not_applicable", f"{not_applicable} {NO_LOAD}")
-    unverified = services.unverified_reason(run.site)
+    unverified = checks.unverified_reason(run.site)
     if unverified:
         gate.refuse(run, fail, "unverified", f"{unverified} {NO_LOAD}")
     target = gate.resolved(run, fail)

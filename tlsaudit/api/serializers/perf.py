@@ -9,16 +9,11 @@ from rest_framework import serializers
 
 from tlsaudit.api.base import FieldsMixin
 from tlsaudit.api.links import object_url
+from tlsaudit.loadtests.checks import DEFAULT_AGENTS_LEVELS, DEFAULT_LEVELS, DEFAULT_REPEATS, MAX_REPEATS
 from tlsaudit.loadtests.models import PerfRun
 from tlsaudit.loadtests.plans import FITTING_SECONDS, MAX_RUN_SECONDS, MIN_RUN_SECONDS
 from tlsaudit.loadtests.presenters import PERCENTAGES, charts_for, percentage
-from tlsaudit.loadtests.services import (
-    DEFAULT_AGENTS_LEVELS,
-    DEFAULT_LEVELS,
-    DEFAULT_REPEATS,
-    MAX_REPEATS,
-    summary_of,
-)
+from tlsaudit.loadtests.summaries import summary_of
 
 MAX_LEVELS = 20
 MAX_SUITES = 20

@@ -28,7 +28,7 @@ from tlsaudit.api.views.common import (
     daily_cap_refusal,
     site_in,
 )
-from tlsaudit.loadtests import services
+from tlsaudit.loadtests import checks, services
 from tlsaudit.loadtests.models import LoadLimits, PerfRun
 from tlsaudit.loadtests.views import RUN_ACTION
 
@@ -52,7 +52,7 @@ STATUS_PARAM = OpenApiParameter("status", str, enum=list(PerfRun.Status.values),
 class OverCap(serializers.ValidationError):
     """422 naming the field over the organization's cap; its code is the service's (cap_concurrency, …)."""
 
-    def __init__(self, field: str, refusal: services.RunRefused):
+    def __init__(self, field: str, refusal: checks.RunRefused):
         super().__init__({field: [refusal.message]})
         self.default_code = refusal.code
 
@@ -61,13 +61,13 @@ def queue(request, org, site, kind: str, params: dict) -> Response:
     """queue_run with its refusals as API errors, and 202 with the run."""
     try:
         run = services.queue_run(site, kind, params, user=acting_user(request))
-    except services.RunRefused as refusal:
+    except checks.RunRefused as refusal:
         raise api_error(refusal, org, kind) from None
     body = PerfRunSerializer(run, context={"request": request, "all_fields": True}).data
     return accepted(body, body["url"])
 
 
-def api_error(refusal: services.RunRefused, org, kind: str) -> Exception:
+def api_error(refusal: checks.RunRefused, org, kind: str) -> Exception:
     if refusal.code in CAP_FIELDS:
         return OverCap(CAP_FIELDS[refusal.code][kind], refusal)
     if refusal.code == "cap_runs_per_day":
