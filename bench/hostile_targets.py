@@ -41,8 +41,8 @@ from tests import hostile  # noqa: E402
 from tests.hostile_targets.conftest import TARGETS  # noqa: E402
 from tests.support.pki import TestPki  # noqa: E402
 from workers.net.errors import TargetError  # noqa: E402
+from workers.net.reach import engine_preflight  # noqa: E402
 from workers.net.target import resolve_target  # noqa: E402
-from workers.tls.reach import engine_preflight  # noqa: E402
 
 BOUND_S = 60
 PATHS = ("audit", "load", "handshakes", "probe")

@@ -281,3 +281,32 @@ def test_no_test_module_imports_a_conftest_and_nothing_is_star_imported():
             elif isinstance(node, ast.Import) and any(a.name.split(".")[-1] == "conftest" for a in node.names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} import ...conftest")
     assert offenders == []
+
+
+# The scan engine's entry points: the only modules outside workers/tls that may import it (#32 item 4).
+SCAN_ENGINE_USERS = {
+    "workers/tasks/audit.py": "the audit task runs the scan",
+    "tlsaudit/audits/management/commands/audit.py": "`manage.py audit` runs the scan",
+    "workers/celery.py": "a scan worker warms sslyze up at start (lazily: the web process imports this module)",
+}
+
+
+def test_only_the_scans_entry_points_import_the_tls_engine():
+    """The pre-flight handshake, its STARTTLS preludes, deadline sockets and error words are in workers/net:
+    the browser task, `manage.py loadtest` and the gate of the run tasks reach a target without loading the
+    scan engine. Nothing else imports workers.tls."""
+    importers = {path.relative_to(ROOT).as_posix() for folder in OURS for path in modules_under(folder)
+                 if not path.is_relative_to(ROOT / "workers" / "tls")
+                 and any(name == "workers.tls" or name.startswith("workers.tls.") for name in all_imports_of(path))}
+    assert importers == set(SCAN_ENGINE_USERS)
+
+
+def all_imports_of(path: Path) -> set[str]:
+    """Every module `path` imports, at module level or inside a function."""
+    names = set()
+    for node in ast.walk(parsed(path)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return names

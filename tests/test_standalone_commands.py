@@ -80,9 +80,9 @@ def test_a_lean_command_takes_djangos_base_options_and_still_refuses_bad_ones():
 
 
 def test_a_load_test_run_imports_no_scanner():
-    """The load commands run the pre-flight (workers/tls/reach.py) but never scan: importing sslyze
+    """The load commands run the pre-flight (workers/net/reach.py) but never scan: importing sslyze
     (pydantic, cryptography) cost each run ~0.3 s of CPU before its first request, 60x ab's start-up;
-    the scan's probes and fact types (workers/tls/contexts.py says why it is apart) another ~15 ms."""
+    the scan's probes and fact types (workers/net/contexts.py says why it is apart) another ~15 ms."""
     with http_server({"/": (200, {}, b"ok")}) as port:
         code = ("import runpy, sys\n"
                 "SCAN_ONLY = {'workers.tls.probes', 'tlsaudit.domain.scanfacts'}\n"

@@ -361,7 +361,7 @@ if SCAN_CONNECTIONS_PER_SERVER > 5:
 # The scan pool (issue #16): a worker started with `--pool threads --concurrency SCAN_POOL_THREADS` runs
 # that many audits at once in one process. Whatever the audits, one process opens at most
 # SCAN_CONNECTIONS_PER_IP connections to one IP address (several sites on one address share them) and
-# SCAN_MAX_CONNECTIONS in all (workers/tls/deadline.py Gates).
+# SCAN_MAX_CONNECTIONS in all (workers/net/deadline.py Gates).
 SCAN_POOL_THREADS = env_int("SCAN_POOL_THREADS", 16, minimum=1)
 SCAN_CONNECTIONS_PER_IP = env_int("SCAN_CONNECTIONS_PER_IP", 5, minimum=1)
 SCAN_MAX_CONNECTIONS = env_int("SCAN_MAX_CONNECTIONS", 256, minimum=1)

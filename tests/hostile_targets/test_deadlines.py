@@ -22,7 +22,7 @@ import pytest
 from tests import hostile
 from tests.support.hostile_targets import client_sockets_to, sslyze_threads
 from tests.support.waiting import settled
-from workers.tls.deadline import Deadline, DeadlineExceeded
+from workers.net.deadline import Deadline, DeadlineExceeded
 
 SLACK_S = 6.0     # the machine is shared and busy: how much later than its bound a run may end
 

@@ -1,4 +1,4 @@
-"""The pre-flight handshake (workers/tls/reach.py) against each hostile server: what it observes, and
+"""The pre-flight handshake (workers/net/reach.py) against each hostile server: what it observes, and
 the site owner's message it becomes. Real sockets, short timeouts (1 s a wait, 3 s in all)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from functools import partial
 import pytest
 
 from tests import hostile
-from workers.tls import reach
-from workers.tls.errors import reach_error, specific_reach_error
+from workers.net import reach
+from workers.net.reach_errors import reach_error, specific_reach_error
 
 
 def check(port: int) -> reach.Reach:
@@ -42,7 +42,7 @@ def test_it_tells_each_tcp_level_hostility_apart(server, outcome, code, words):
                                              (hostile.plain_http, True),
                                              (hostile.garbage, True), (hostile.drip_record, False)])
 def test_first_bytes_that_are_no_tls_record_tell_the_audit_to_stop_there(server, no_tls):
-    from workers.tls.errors import speaks_no_tls
+    from workers.net.reach_errors import speaks_no_tls
 
     with server() as port:
         seen = check(port)
@@ -51,8 +51,8 @@ def test_first_bytes_that_are_no_tls_record_tell_the_audit_to_stop_there(server,
 
 
 def test_an_ssl2_answer_is_not_taken_for_another_protocol():
-    from workers.tls.errors import speaks_no_tls
-    from workers.tls.outcomes import WIRE_SSL2
+    from workers.net.outcomes import WIRE_SSL2
+    from workers.net.reach_errors import speaks_no_tls
 
     ssl2_error = b"\x80\x03\x00\x00\x01"  # SSL 2.0 record of 3 bytes: ERROR, no-cipher
     seen = reach.Reach(reach.TLS_ERROR, "127.0.0.1", 443, 1.0, first_bytes=ssl2_error)

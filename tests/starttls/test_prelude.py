@@ -1,4 +1,4 @@
-"""workers/tls/starttls.py, dialect by dialect: what we send, what counts as a go-ahead, and the
+"""workers/net/starttls.py, dialect by dialect: what we send, what counts as a go-ahead, and the
 answers built to fool it. The server's whole side is written into a socket pair before we read."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from workers.tls import starttls
-from workers.tls.starttls import StartTlsRefused, StartTlsStalled, negotiate
+from workers.net import starttls
+from workers.net.starttls import StartTlsRefused, StartTlsStalled, negotiate
 
 LDAP_OK = bytes.fromhex("300c02010178070a010004000400")
 LDAP_UNAVAILABLE = bytes.fromhex("300c02010178070a013404000400")   # resultCode 52

@@ -9,8 +9,8 @@ from aiosmtpd.controller import Controller
 from tests.starttls import scripted
 from tests.support import daemons
 from workers.net.errors import CONNECTION_FAILED, TIMEOUT
+from workers.net.reach_errors import NO_TLS, STARTTLS_REJECTED
 from workers.tls.engine import run_scan
-from workers.tls.errors import NO_TLS, STARTTLS_REJECTED
 
 DEADLINE_S = 15.0
 

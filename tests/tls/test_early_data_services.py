@@ -16,8 +16,8 @@ from sslyze import ServerNetworkConfiguration, ServerNetworkLocation
 from sslyze.plugins.early_data_plugin import EarlyDataImplementation
 from sslyze.server_connectivity import ServerConnectivityInfo, check_connectivity_to_server
 
+from workers.net.deadline import Deadline
 from workers.tls import sslyze_early_data, sslyze_sockets
-from workers.tls.deadline import Deadline
 
 NETWORK_TIMEOUT_S = 5
 

@@ -3,7 +3,7 @@ threads-pool scan worker and the batch CLI run them. Real lab servers, real ssly
 
 - concurrent audits never mix their results up;
 - a target that stalls does not hold the others up;
-- the process's connection gates (workers/tls/deadline.py) hold: at most `per_ip` connections open
+- the process's connection gates (workers/net/deadline.py) hold: at most `per_ip` connections open
   at once to one address, counted at the servers by a relay in front of them.
 """
 
@@ -18,8 +18,8 @@ import pytest
 from tests import hostile
 from tests.support.relay import counting_relay
 from tlsaudit.domain.audit_report import build_report
-from workers.tls import deadline as deadline_module
-from workers.tls.deadline import configure_gates
+from workers.net import deadline as deadline_module
+from workers.net.deadline import configure_gates
 from workers.tls.engine import run_scan
 
 MIXED = ("a_plus_rsa_hsts", "b_tls10_enabled", "t_expired", "m_wrong_name", "a_minus_tls12_only", "b_cbc_only")

@@ -3,7 +3,7 @@
 import pytest
 
 from workers.net.errors import TargetError
-from workers.tls.errors import classify_connectivity_error
+from workers.net.reach_errors import classify_connectivity_error
 from workers.tls.probes import classify_first_bytes
 
 NOT_SUPPORTED = "TLS probing failed: could not find a TLS version and cipher suite supported by the server"

@@ -2,7 +2,7 @@
 
 Politeness is per address: however many sites share it (shared hosting, a CDN, a load balancer), at
 most one audit of that address runs at a time in the whole fleet (the scan lock, core.locks, keyed by
-the address), and its connections are this process's per-address gate (workers/tls/deadline.py). The
+the address), and its connections are this process's per-address gate (workers/net/deadline.py). The
 others wait *before* their deadline starts, so a busy address delays audits and never fails them for
 a slowness that is our own queue's.
 

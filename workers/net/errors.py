@@ -2,7 +2,7 @@
 
 One class for every engine: `TargetError.code` is stable (the UI and the retry policy key on it),
 `.message` is for people, `.detail` is the technical trace for support. The codes here are the ones
-any engine can meet; workers/tls/errors.py and workers/browser/errors.py add their own and the
+any engine can meet; workers/net/reach_errors.py and workers/browser/errors.py add their own and the
 classifiers that turn their failures into a TargetError.
 """
 

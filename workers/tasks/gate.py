@@ -23,8 +23,8 @@ from django.conf import settings
 
 from tlsaudit.core import locks, runners
 from workers.net.errors import TargetError
+from workers.net.reach import engine_preflight
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls.reach import engine_preflight
 
 SKIPPED, FAILED = "skipped", "failed"
 

@@ -21,6 +21,7 @@ from cryptography.x509.oid import AuthorityInformationAccessOID
 
 from tlsaudit.domain.scanfacts import CertificateDeployment, TrustResult
 from tlsaudit.domain.trustwords import trust_error_words
+from workers.net.deadline import Deadline, one_connection
 from workers.net.errors import TargetError
 from workers.net.target import resolve_target
 from workers.tls.certs import (
@@ -31,7 +32,6 @@ from workers.tls.certs import (
     store_name,
     top_of_sent_chain,
 )
-from workers.tls.deadline import Deadline, one_connection
 
 MAX_CERT_BYTES = 64 * 1024
 

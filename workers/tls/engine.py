@@ -30,20 +30,21 @@ from tlsaudit.domain.scanfacts import (
     ServerPreference,
 )
 from tlsaudit.domain.services import HTTPS, Service, service_named
+from workers.net import outcomes
+from workers.net import reach as preflight
 from workers.net.caa import look_up_caa
+from workers.net.deadline import Deadline, DeadlineExceeded, connection_limit, gates
 from workers.net.errors import TIMEOUT, TargetError
-from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls import aia, clients, hello_preference, outcomes, probes, resumption, revocation, sni, tls13
-from workers.tls import facts as convert
-from workers.tls import reach as preflight
-from workers.tls.deadline import Deadline, DeadlineExceeded, connection_limit, gates
-from workers.tls.errors import (
+from workers.net.reach_errors import (
     classify_connectivity_error,
     deadline_error,
     reach_error,
     speaks_no_tls,
     specific_reach_error,
 )
+from workers.net.target import ResolvedTarget, resolve_target
+from workers.tls import aia, clients, hello_preference, probes, resumption, revocation, sni, tls13
+from workers.tls import facts as convert
 from workers.tls.hsts import parse_hsts
 from workers.tls.mozilla import mozilla_report, untested_report
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
@@ -114,7 +115,7 @@ def run_scan(
     ends the audit here; 3. sslyze, until `PROBES_RESERVE_S` before the deadline (past it, the scan
     is incomplete and the audit fails with the reason: partial suite results would mislead);
     4. our probes, until the deadline (one that finds no time left is "not tested", with why).
-    Every socket of every step obeys the deadline and its own lifetime (workers/tls/deadline.py)."""
+    Every socket of every step obeys the deadline and its own lifetime (workers/net/deadline.py)."""
     filter_sslyze_warnings()
     kind = service_named(service)   # UnknownService (a ValueError) for a caller's typo: loud
     preload_sslyze()

@@ -3,7 +3,7 @@ the raw HSTS header, and what a port that is not TLS actually speaks.
 
 All of them connect to the pinned address only (never a name), send SNI = host, use a
 short per-socket timeout within each connection's lifetime and the audit's deadline
-(workers/tls/deadline.py), and report "could not test" rather than guessing.
+(workers/net/deadline.py), and report "could not test" rather than guessing.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from functools import cache
 from urllib.parse import urlsplit
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check, CipherSuite, ServerPreference
-from workers.tls import outcomes, starttls
-from workers.tls.contexts import classify_first_bytes, make_context
-from workers.tls.deadline import Deadline, DeadlineSocket, one_connection
+from workers.net import outcomes, starttls
+from workers.net.contexts import classify_first_bytes, make_context
+from workers.net.deadline import Deadline, DeadlineSocket, one_connection
 
 _SSLYZE_VERSIONS = {"TLSv1.0": "TLS_1_0", "TLSv1.1": "TLS_1_1", "TLSv1.2": "TLS_1_2"}
 ALPN_PROTOCOLS = ("h2", "http/1.1")

@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 from tlsaudit.domain.scanfacts import BAD, NOT_TESTED, OK, Check
-from workers.tls.contexts import make_context
-from workers.tls.deadline import Deadline
+from workers.net.contexts import make_context
+from workers.net.deadline import Deadline
 from workers.tls.probes import Endpoint, short_error
 
 # A TLS 1.3 server sends its tickets after the handshake: we read for this long (times the handshake's

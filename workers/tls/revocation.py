@@ -31,10 +31,10 @@ from tlsaudit.domain.scanfacts import (
     UNKNOWN,
     Revocation,
 )
+from workers.net.deadline import Deadline
 from workers.net.errors import PRIVATE_TARGET, TargetError
 from workers.tls.aia import fetch_url
 from workers.tls.certs import issued_by, signature_verifies
-from workers.tls.deadline import Deadline
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import ssl
 from cryptography import x509
 
 from tlsaudit.domain.scanfacts import WithoutSni
-from workers.tls.contexts import make_context
+from workers.net.contexts import make_context
 from workers.tls.probes import Endpoint, short_error
 
 

@@ -29,10 +29,10 @@ from sslyze.plugins.scan_commands import ScanCommand
 from sslyze.scanner.scanner_observer import ScannerObserver
 
 from tlsaudit.domain.services import Service
+from workers.net.deadline import Deadline
 from workers.net.target import ResolvedTarget
 from workers.tls import facts as convert
 from workers.tls import sslyze_early_data, sslyze_offers, sslyze_sockets
-from workers.tls.deadline import Deadline
 from workers.tls.progress import DONE, ERROR, SKIPPED, STARTED
 
 SCANNER = f"sslyze {sslyze_version.__version__}"

@@ -1,4 +1,4 @@
-"""sslyze's connections under our deadline (workers/tls/deadline.py).
+"""sslyze's connections under our deadline (workers/net/deadline.py).
 
 sslyze 6 opens every connection of a scan, its connectivity test included, through one function,
 `sslyze.connection_helpers.tls_connection._open_socket_for_direct_connection(server_location,
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from sslyze.connection_helpers import tls_connection
 
-from workers.tls.deadline import Deadline
+from workers.net.deadline import Deadline
 
 _HOOKED = "_open_socket_for_direct_connection"
 _sslyze_open_socket = getattr(tls_connection, _HOOKED)   # AttributeError on an sslyze that moved it: loud

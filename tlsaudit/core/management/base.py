@@ -33,8 +33,8 @@ from typing import NoReturn
 from tlsaudit.core.standalone import command_base, setting
 from tlsaudit.core.terminal import Progress, failure_text
 from workers.net.errors import TargetError
+from workers.net.reach import engine_preflight
 from workers.net.target import ResolvedTarget, resolve_target
-from workers.tls.reach import engine_preflight
 
 EXIT_OK, EXIT_FAILED = 0, 2
 # What "this target cannot be reached" is raised as, by every engine (ProbeError was merged into TargetError).

@@ -6,7 +6,7 @@ are HTTPS on port 443.
 
 Runs audits synchronously: no worker, no broker, no database write. Exit status 0 when the audit ran
 (whatever the grade), 2 when it could not (bad arguments, DNS, refused, no TLS, not done by the
-deadline...). The audit ends by its deadline whatever the server does (workers/tls/deadline.py).
+deadline...). The audit ends by its deadline whatever the server does (workers/net/deadline.py).
 
 With several targets they are audited concurrently in this process (the scan pool's engine and limits:
 SCAN_POOL_THREADS audits at once, SCAN_CONNECTIONS_PER_IP connections per address), except that targets
@@ -25,9 +25,9 @@ from tlsaudit.core.standalone import setting
 from tlsaudit.core.terminal import failure_text
 from tlsaudit.domain.hostnames import AddressError, parse_address
 from tlsaudit.domain.services import HTTPS, SERVICES, service_named
+from workers.net.deadline import configure_gates
 from workers.net.errors import TargetError
 from workers.net.target import resolve_target
-from workers.tls.deadline import configure_gates
 from workers.tls.engine import preload_sslyze, run_scan
 from workers.tls.warmup import filter_sslyze_warnings, warm_up
 

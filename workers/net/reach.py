@@ -15,7 +15,7 @@ the hopeless cases apart in seconds, before any engine starts:
 On a STARTTLS service (`starttls`, a dialect of starttls.py) the clear-text prelude comes between
 1 and 2, under the same `total_s` -> STARTTLS_REFUSED (no go-ahead), STARTTLS_STALLED (no answer).
 
-The outcomes are named in outcomes.py; `errors.reach_error` turns a `Reach` into the site owner's
+The outcomes are named in outcomes.py; `reach_errors.reach_error` turns a `Reach` into the site owner's
 message. The tasks of the audit, the load test and the browser probe call `check_tls` on the checked
 address, so nothing here resolves names.
 Certificates are not verified (as in contexts.make_context): trust is the audit's finding, not a
@@ -30,10 +30,10 @@ import time
 from dataclasses import dataclass, replace
 
 from tlsaudit.domain.netguard import parse_ip_literal
-from workers.tls import errors, starttls
-from workers.tls.contexts import classify_first_bytes, make_context
-from workers.tls.deadline import MIN_CONNECTION_S, connection_limit
-from workers.tls.outcomes import (
+from workers.net import reach_errors, starttls
+from workers.net.contexts import classify_first_bytes, make_context
+from workers.net.deadline import MIN_CONNECTION_S, connection_limit
+from workers.net.outcomes import (
     CLOSED,
     CONNECT_TIMEOUT,
     OK,
@@ -127,7 +127,7 @@ def engine_preflight(ip: str, port: int, host: str, timeout: float, tls: bool = 
     outcome = check_tls(ip, port, host, timeout) if tls else check_tcp(ip, port, timeout)
     if outcome.outcome in (OK, REFUSED):
         return None
-    return errors.reach_error(outcome, host)
+    return reach_errors.reach_error(outcome, host)
 
 
 def connect(ip: str, port: int, timeout: float, started: float) -> tuple[socket.socket | None, Reach | None]:

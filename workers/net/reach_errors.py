@@ -1,13 +1,13 @@
-"""Why a scan could not run, in words a site owner understands: the scan engine's own codes, and the
-classifiers that turn sslyze's failures and the pre-flight's outcomes into the one TargetError
-(workers/net/errors.py, where the codes every engine shares live).
+"""Why a target could not be reached or scanned, in words a site owner understands: the codes only a scan
+meets, and the classifiers that turn the pre-flight's outcomes (reach.py) and sslyze's failures (by their
+class names: nothing here imports sslyze) into the one TargetError of errors.py.
 """
 
 from __future__ import annotations
 
+from workers.net import outcomes
 from workers.net.errors import CONNECTION_FAILED, REFUSED, TIMEOUT, TLS_HANDSHAKE_FAILED, TargetError
-from workers.tls import outcomes
-from workers.tls.outcomes import WIRE_HTTP, WIRE_OTHER, WIRE_REFUSED, WIRE_SILENT, WIRE_UNREACHABLE
+from workers.net.outcomes import WIRE_HTTP, WIRE_OTHER, WIRE_REFUSED, WIRE_SILENT, WIRE_UNREACHABLE
 
 # Codes only a scan meets, for callers that branch on them.
 NO_TLS = "no_tls"
@@ -85,7 +85,7 @@ def deadline_error(ip: str, port: int, deadline_s: float, scan_deadline, elapsed
 
 
 def reach_error(reach, host: str) -> TargetError | None:
-    """The site owner's message for a failed pre-flight handshake (workers/tls/reach.py), or None."""
+    """The site owner's message for a failed pre-flight handshake (workers/net/reach.py), or None."""
     where = _where(reach.ip, reach.port)
     detail = f"pre-flight: {reach.outcome} after {reach.elapsed_s:g} s, {reach.received} bytes received" + (
         f"; {reach.detail}" if reach.detail else "")

@@ -1,9 +1,9 @@
 """The client side of a TLS connection as our probes and the pre-flight open it: a context that can
 offer everything an audit must (legacy versions and suites), and what a server's first bytes are.
 
-Apart from workers/tls/probes.py because the pre-flight (reach.py) needs only this, and the load
-commands run the pre-flight: probes brings the scan's fact types (tlsaudit.domain.scanfacts), which a
-`manage.py loadtest` would otherwise import before its first request.
+In the network package, apart from the scan's probes (workers/tls/probes.py), because the pre-flight
+(reach.py) needs only this, and the load commands and the browser task run the pre-flight without the
+scan engine.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ssl
 import warnings
 from collections.abc import Sequence
 
-from workers.tls import outcomes
+from workers.net import outcomes
 
 with warnings.catch_warnings():     # deprecated in Python, still exactly what an audit must offer
     warnings.simplefilter("ignore", DeprecationWarning)
