@@ -1,5 +1,6 @@
-"""The quiet-machine lock (tests/support/quiet.py): a quiet test waits for the running test to end, and
-tests that start after it has begun waiting wait for it."""
+"""The seats (tests/support/quiet.py), three processes played by three Seats on the same files: a quiet
+measurement waits for the running busy test to end, the busy test that asks after it waits for it, and a
+deadline test waits for nothing. (tests/test_xdist_groups.py checks the same with real xdist processes.)"""
 
 import threading
 import time
@@ -7,53 +8,71 @@ import time
 from tests.support import quiet
 
 
-def test_a_quiet_test_waits_for_the_running_one_and_the_next_waits_for_it(monkeypatch):
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
-    events = []
-    release_first = threading.Event()
+def test_a_quiet_measurement_waits_for_the_busy_test_and_the_next_busy_test_waits_for_it(tmp_path):
+    base = tmp_path / "run"
+    busy_a, measuring, busy_b = (quiet.Seats(3, base) for _ in range(3))
+    events, release_a = [], threading.Event()
 
     def first():
-        with quiet.held(quiet=False):
-            events.append("first runs")
-            release_first.wait(5)
-            events.append("first done")
+        seat = busy_a.take_any()
+        events.append("busy A runs")
+        release_a.wait(5)
+        events.append("busy A done")
+        busy_a.release(seat)
 
     def quiet_one():
-        with quiet.held(quiet=True):
-            events.append("quiet runs")
-            time.sleep(0.3)
-            events.append("quiet done")
+        measuring.take([1, 2])
+        measuring.take([0])
+        events.append("quiet runs")
+        time.sleep(0.3)
+        events.append("quiet done")
+        for seat in (0, 1, 2):
+            measuring.release(seat)
 
     def next_one():
-        with quiet.held(quiet=False):
-            events.append("next runs")
+        seat = busy_b.take_any()
+        events.append("busy B runs")
+        busy_b.release(seat)
 
     threads = [threading.Thread(target=first)]
     threads[0].start()
     time.sleep(0.2)
     threads.append(threading.Thread(target=quiet_one))
     threads[1].start()
-    assert turnstile_taken(), "the quiet test did not queue behind the running one"
+    assert turnstile_taken(base), "the quiet measurement did not queue behind the busy test"
     threads.append(threading.Thread(target=next_one))
     threads[2].start()
-    time.sleep(0.2)
-    assert events == ["first runs"]           # the quiet test waits, and the next test behind it
-    release_first.set()
+    time.sleep(0.3)
+    assert events == ["busy A runs"]          # the quiet one waits, and the next busy test behind it
+    release_a.set()
     for thread in threads:
         thread.join(10)
-    assert events == ["first runs", "first done", "quiet runs", "quiet done", "next runs"], events
-    for path in quiet.lock_paths():
+    assert events == ["busy A runs", "busy A done", "quiet runs", "quiet done", "busy B runs"], events
+
+
+def test_a_deadline_test_runs_whatever_the_seats(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    monkeypatch.setattr(quiet, "_seats", None)
+    holder = quiet.Seats(2, quiet.lock_base())
+    holder.take([0, 1])
+    started = time.monotonic()
+    with quiet.seated("deadline", None):
+        assert time.monotonic() - started < 0.5
+    holder.release(0), holder.release(1)
+    with quiet.seated("rest", None):   # and a busy test gets a seat once one is free
+        assert quiet.seats().open
+    for path in [*holder.paths, holder.turnstile]:
         path.unlink()
 
 
-def turnstile_taken(seconds: float = 5.0) -> bool:
-    """Whether someone holds the turnstile (a quiet test waiting for the lock) within `seconds`."""
+def turnstile_taken(base, seconds: float = 5.0) -> bool:
+    """Whether someone holds the turnstile (a measurement waiting for its seats) within `seconds`."""
     import fcntl
 
-    turnstile_path, _ = quiet.lock_paths()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        with open(turnstile_path, "a") as turnstile:
+        with open(base.with_suffix(".turnstile"), "a") as turnstile:
             try:
                 fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -63,8 +82,9 @@ def turnstile_taken(seconds: float = 5.0) -> bool:
     return False
 
 
-def test_without_xdist_nothing_is_locked(monkeypatch):
+def test_without_xdist_no_seat_is_taken(monkeypatch):
     monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
-    assert quiet.lock_paths() is None
-    with quiet.held(quiet=True), quiet.held(quiet=True):   # would deadlock if it locked
+    monkeypatch.setattr(quiet, "_seats", None)
+    assert quiet.seats() is None
+    with quiet.seated("measuring", "measuring", quiet=True), quiet.seated("rest", None):  # would block if taken
         pass

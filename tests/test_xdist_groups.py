@@ -53,6 +53,11 @@ def record(kind, n):
 def test_measuring(n):
     record("measuring", n)
 
+@pytest.mark.xdist_group("timing")
+@pytest.mark.quiet
+def test_quiet_measuring():
+    record("quiet", 0)
+
 @pytest.mark.xdist_group("deadlines")
 @pytest.mark.parametrize("n", range(6))
 def test_deadline(n):
@@ -73,10 +78,10 @@ def busiest(intervals: list[tuple[float, float]], within: tuple[float, float]) -
 
 def test_three_processes_run_one_busy_test_beside_a_measurement_and_three_otherwise(tmp_path):
     """The seats of tests/support/quiet.py under the installed pytest-xdist with three processes: while the
-    timing group runs, one test of the rest at most runs beside it (the deadline group's tests do not count);
-    without it, the rest fills all three processes."""
+    timing group runs, one test of the rest at most runs beside it (the deadline group's tests do not count),
+    none beside its quiet test; without it, the rest fills all three processes."""
     (tmp_path / "test_inner.py").write_text(SEATED)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    quiet: a verdict\n")
     log = tmp_path / "seats.jsonl"
     root = Path(__file__).resolve().parent.parent
     run = subprocess.run([sys.executable, "-m", "pytest", "-n", "3", "--dist=loadgroup", "-q", "-p", "no:cacheprovider",
@@ -86,9 +91,11 @@ def test_three_processes_run_one_busy_test_beside_a_measurement_and_three_otherw
                          env={**os.environ, "SEAT_LOG": str(log), "PYTHONPATH": str(root)})
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     rows = [json.loads(line) for line in log.read_text().splitlines()]
-    assert len(rows) == 36
+    assert len(rows) == 37
     rest = [(s, e) for kind, _, s, e in rows if kind == "rest"]
-    measuring = [(s, e) for kind, _, s, e in rows if kind == "measuring"]
+    measuring = [(s, e) for kind, _, s, e in rows if kind in ("measuring", "quiet")]
+    (quiet,) = [(s, e) for kind, _, s, e in rows if kind == "quiet"]
+    assert busiest(rest, quiet) == 0, f"a test of the rest ran beside the quiet measurement: {rows}"
     group = (min(s for s, _ in measuring), max(e for _, e in measuring))
     assert busiest(rest, group) <= 1, f"more than one test of the rest beside the timing group: {rows}"
     outside = [(s, e) for s, e in rest if e <= group[0] or s >= group[1]]
