@@ -41,7 +41,8 @@ SLOW_FILES = {"api/test_schema.py", "api/test_idempotency.py", "api/test_throttl
               "tls/test_version_refusals.py", "load/test_handshake.py", "tls/test_revocation.py",
               "test_audit_cli.py", "security/test_deploy_settings.py", "perf/test_seed_demo.py",
               "tls/test_resumption.py", "tls/test_notices.py", "test_make_run_stop.py", "tls/test_suite_offers.py",
-              "test_xdist_groups.py", "load/test_handshake_cli.py", "load/test_loadtest_cli.py"}
+              "test_xdist_groups.py", "load/test_handshake_cli.py", "load/test_loadtest_cli.py",
+              "tls/test_verdict_wording.py"}
 
 
 @pytest.hookimpl(tryfirst=True)   # before xdist's own, which reads the xdist_group marks

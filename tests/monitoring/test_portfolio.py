@@ -254,6 +254,7 @@ print(folio.total, len(folio.rows), folio.expired_count, sum(w.count for w in fo
 """
 
 
+@pytest.mark.slow   # a whole process: Django on a fresh SQLite database, migrated
 def test_the_portfolio_works_on_the_sqlite_database_make_run_uses(tmp_path):
     """The outside review found the expiry lists' UNION of two LIMITed queries refused by SQLite (the
     embedded default of `make run`): the page answered 500 there while every test, on PostgreSQL, passed."""
