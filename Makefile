@@ -67,10 +67,10 @@ system:  ## Debian packages the tests drive (installed only when missing)
 services:  ## start PostgreSQL / Redis when they are down
 	@.ci/ensure-services
 
-test: test-ready  ## the whole suite, 3 processes (~20-23 min on 2 cores; the fuzzing phase is `make fuzz`)
+test: test-ready  ## the whole suite, 3 processes (~20 min on 2 cores; the fuzzing phase is `make fuzz`)
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) -m "not fuzz" $(PYTEST_ARGS)
 
-test-fast: test-ready  ## the edit-test loop (4-6.5 min on 2 cores): no worker, browser, fuzz, fault, timing or slow tests; keeps its database
+test-fast: test-ready  ## the edit-test loop (~3 min on 2 cores): no worker, browser, fuzz, fault, timing or slow tests; keeps its database
 	$(TEST_ENV) $(PY) -m pytest $(XDIST) --reuse-db -m "not (worker or browser or fuzz or faults or timing or slow)" \
 	  $(PYTEST_ARGS)
 

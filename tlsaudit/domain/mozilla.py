@@ -354,66 +354,99 @@ def _and(items: list[str]) -> str:
 
 
 def _explain(p: Profile, key: str, text: str) -> str:
-    label = f"the Mozilla {p.name} profile"
-    if key == "tls_versions":
-        names = [_OUR_VERSION_NAME.get(n, n) for n in _names(text)]
-        allowed = _and([v.replace("v", " ") for v in p.tls_versions])
-        return (f"Turn off {_and(names) or 'the extra protocol versions'}: {label} allows only {allowed}.")
-    if key == "ciphers":
-        names = _names(text)
-        return (f"Remove {len(names)} cipher suite{'s' if len(names) != 1 else ''} that {label} does not allow "
-                f"for TLS 1.2 and older: {', '.join(names)}." if names else
-                f"Some cipher suites for TLS 1.2 and older are not allowed by {label}.")
-    if key == "ciphersuites":
-        return (f"Limit TLS 1.3 to {', '.join(p.ciphersuites)}; also enabled: {', '.join(_names(text)) or text}.")
-    if key == "dh_param_size":
-        size = _first_number(text, "too small")
-        return (f"Your Diffie-Hellman group is {size} bits; {label} needs at least {p.dh_param_size} bits "
-                f"(use the ffdhe2048 group) or drop the DHE suites.")
-    if key == "ecdh_param_size":
-        size = _first_number(text, "too small")
-        return (f"An elliptic-curve group of {size} bits is in use; {label} needs at least "
-                f"{p.ecdh_param_size} bits (X25519, P-256 or P-384).")
-    if key == "tls_curves":
-        return (f"Stop offering the key-exchange groups {_and(_names(text)) or 'listed'}; {label} allows "
-                f"{_and(list(p.tls_curves))}.")
-    if key == "certificate_path_validation" and DATES_FAIL in text:
+    """The fix for one of sslyze's checker issues (`key`: the profile's field), in a site owner's words."""
+    if key in _VULNERABILITIES:
+        return _VULNERABILITIES[key]
+    explainer = _EXPLAINERS.get(key)
+    return explainer(p, f"the Mozilla {p.name} profile", text) if explainer else f"The Mozilla {p.name} profile: {text}"
+
+
+def _versions(p: Profile, label: str, text: str) -> str:
+    names = [_OUR_VERSION_NAME.get(n, n) for n in _names(text)]
+    allowed = _and([v.replace("v", " ") for v in p.tls_versions])
+    return f"Turn off {_and(names) or 'the extra protocol versions'}: {label} allows only {allowed}."
+
+
+def _ciphers(p: Profile, label: str, text: str) -> str:
+    names = _names(text)
+    return (f"Remove {len(names)} cipher suite{'s' if len(names) != 1 else ''} that {label} does not allow "
+            f"for TLS 1.2 and older: {', '.join(names)}." if names else
+            f"Some cipher suites for TLS 1.2 and older are not allowed by {label}.")
+
+
+def _ciphersuites(p: Profile, label: str, text: str) -> str:
+    return f"Limit TLS 1.3 to {', '.join(p.ciphersuites)}; also enabled: {', '.join(_names(text)) or text}."
+
+
+def _dh_size(p: Profile, label: str, text: str) -> str:
+    return (f"Your Diffie-Hellman group is {_first_number(text, 'too small')} bits; {label} needs at least "
+            f"{p.dh_param_size} bits (use the ffdhe2048 group) or drop the DHE suites.")
+
+
+def _ecdh_size(p: Profile, label: str, text: str) -> str:
+    return (f"An elliptic-curve group of {_first_number(text, 'too small')} bits is in use; {label} needs at least "
+            f"{p.ecdh_param_size} bits (X25519, P-256 or P-384).")
+
+
+def _curves(p: Profile, label: str, text: str) -> str:
+    return (f"Stop offering the key-exchange groups {_and(_names(text)) or 'listed'}; {label} allows "
+            f"{_and(list(p.tls_curves))}.")
+
+
+def _path_validation(p: Profile, label: str, text: str) -> str:
+    if DATES_FAIL in text:
         return ("Your certificate is outside its validity dates: renew it with the CA that issued it "
                 "(your custom CA vouches for the chain).")
-    if key == "certificate_path_validation":
-        return ("Browsers do not trust your certificate chain: install a certificate from a public CA "
-                "and serve its intermediate certificates.")
-    if key == "certificate_types":
-        wanted = _and([t.upper() if t == "rsa" else "ECDSA" for t in p.certificate_types])
-        return f"Your certificate's key type is not allowed by {label}: it needs an {wanted} certificate."
-    if key == "certificate_curves":
-        return (f"Your ECDSA certificate uses a curve {label} does not allow; use P-256 or P-384.")
-    if key == "certificate_signatures":
-        return (f"Your certificate's signature algorithm is not allowed by {label} "
-                f"(allowed: {', '.join(p.certificate_signatures)}); ask your CA for a matching chain.")
-    if key == "rsa_key_size":
-        size = _first_number(text, "too small")
-        return f"Your RSA key is {size} bits; {label} needs at least {p.rsa_key_size} bits."
-    if key == "maximum_certificate_lifespan":
-        days = _first_number(text, "too many")
-        return (f"Your certificate is valid for {days} days; {label} allows at most "
-                f"{p.maximum_certificate_lifespan} days (it recommends {p.recommended_certificate_lifespan}).")
-    if key == "incomplete":
-        return f"Some checks did not run, so compliance with {label} cannot be confirmed. {text}"
-    vulnerabilities = {
-        "tls_vulnerability_compression": "Turn off TLS compression: it lets attackers recover secrets (CRIME).",
-        "tls_vulnerability_ccs_injection": "Update OpenSSL: the server is vulnerable to CCS injection (CVE-2014-0224).",
-        "tls_vulnerability_fallback_scsv": "Support TLS_FALLBACK_SCSV so attackers cannot force older protocol "
-                                           "versions (a current OpenSSL does this by itself).",
-        "tls_vulnerability_heartbleed": "Update OpenSSL now and replace your keys: the server leaks memory "
-                                        "through Heartbleed (CVE-2014-0160).",
-        "tls_vulnerability_robot": "Disable RSA key exchange or patch the server: it is vulnerable to ROBOT.",
-        "tls_vulnerability_renegotiation": "Enable secure renegotiation (RFC 5746); current TLS libraries "
-                                           "support it by default.",
-        "tls_vulnerability_extended_master_secret": "Enable the Extended Master Secret extension (RFC 7627) by "
-                                                    "updating the TLS library.",
-    }
-    if key in vulnerabilities:
-        return vulnerabilities[key]
-    return f"The Mozilla {p.name} profile: {text}"
+    return ("Browsers do not trust your certificate chain: install a certificate from a public CA "
+            "and serve its intermediate certificates.")
+
+
+def _certificate_types(p: Profile, label: str, text: str) -> str:
+    wanted = _and([t.upper() if t == "rsa" else "ECDSA" for t in p.certificate_types])
+    return f"Your certificate's key type is not allowed by {label}: it needs an {wanted} certificate."
+
+
+def _certificate_curves(p: Profile, label: str, text: str) -> str:
+    return f"Your ECDSA certificate uses a curve {label} does not allow; use P-256 or P-384."
+
+
+def _certificate_signatures(p: Profile, label: str, text: str) -> str:
+    return (f"Your certificate's signature algorithm is not allowed by {label} "
+            f"(allowed: {', '.join(p.certificate_signatures)}); ask your CA for a matching chain.")
+
+
+def _rsa_size(p: Profile, label: str, text: str) -> str:
+    return f"Your RSA key is {_first_number(text, 'too small')} bits; {label} needs at least {p.rsa_key_size} bits."
+
+
+def _lifespan(p: Profile, label: str, text: str) -> str:
+    return (f"Your certificate is valid for {_first_number(text, 'too many')} days; {label} allows at most "
+            f"{p.maximum_certificate_lifespan} days (it recommends {p.recommended_certificate_lifespan}).")
+
+
+def _incomplete(p: Profile, label: str, text: str) -> str:
+    return f"Some checks did not run, so compliance with {label} cannot be confirmed. {text}"
+
+
+# sslyze's checker field -> its explainer (as the findings' registry: one function per topic)
+_EXPLAINERS = {
+    "tls_versions": _versions, "ciphers": _ciphers, "ciphersuites": _ciphersuites, "dh_param_size": _dh_size,
+    "ecdh_param_size": _ecdh_size, "tls_curves": _curves, "certificate_path_validation": _path_validation,
+    "certificate_types": _certificate_types, "certificate_curves": _certificate_curves,
+    "certificate_signatures": _certificate_signatures, "rsa_key_size": _rsa_size,
+    "maximum_certificate_lifespan": _lifespan, "incomplete": _incomplete,
+}
+_VULNERABILITIES = {
+    "tls_vulnerability_compression": "Turn off TLS compression: it lets attackers recover secrets (CRIME).",
+    "tls_vulnerability_ccs_injection": "Update OpenSSL: the server is vulnerable to CCS injection (CVE-2014-0224).",
+    "tls_vulnerability_fallback_scsv": "Support TLS_FALLBACK_SCSV so attackers cannot force older protocol "
+                                       "versions (a current OpenSSL does this by itself).",
+    "tls_vulnerability_heartbleed": "Update OpenSSL now and replace your keys: the server leaks memory "
+                                    "through Heartbleed (CVE-2014-0160).",
+    "tls_vulnerability_robot": "Disable RSA key exchange or patch the server: it is vulnerable to ROBOT.",
+    "tls_vulnerability_renegotiation": "Enable secure renegotiation (RFC 5746); current TLS libraries "
+                                       "support it by default.",
+    "tls_vulnerability_extended_master_secret": "Enable the Extended Master Secret extension (RFC 7627) by "
+                                                "updating the TLS library.",
+}
 

@@ -327,10 +327,15 @@ def _replace_certificates(facts: ScanFacts, bad: Callable[[CertificateDeployment
 # --- recommenders -----------------------------------------------------------------------------
 
 def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
-    """What is wrong with a deployed certificate that only a new certificate fixes."""
+    """What is wrong with a deployed certificate that only a new certificate fixes, in this order: its dates,
+    name and trust; its chain's signatures and CA; its keys and lifetime."""
+    return _validity_problems(f, dep) + _chain_problems(dep) + _key_problems(dep)
+
+
+def _validity_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
     leaf, now = dep.leaf, f.started_at
     problems = []
-    # Expired / not yet valid without the date: the finding's evidence gives it, once (issue 17).
+    # Expired / not yet valid without the date: the finding's evidence gives it, once.
     if leaf.not_after < now:
         problems.append("it has expired")
     elif (leaf.not_after - now).days < 30:
@@ -343,10 +348,15 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
         problems.append("it is self-signed")
     elif dep.trust and not is_trusted(dep, f) and dep.chain_complete is not False:
         problems.append("browsers do not trust its issuer")
+    return problems
+
+
+def _chain_problems(dep: CertificateDeployment) -> list[str]:
+    problems = []
     if dep.chain_has_sha1:
         problems.append("its chain uses SHA-1 signatures")
     if any((c.signature_hash or "").lower() in ("md5", "md2") for c in dep.chain[:1]):
-        problems.append(f"it is signed with {leaf.signature_hash.upper()}")
+        problems.append(f"it is signed with {dep.leaf.signature_hash.upper()}")
     if dep.symantec_distrusted:
         problems.append("it chains to a distrusted Symantec root")
     for distrust in distrusts(dep):
@@ -355,6 +365,11 @@ def _cert_problems(f: ScanFacts, dep: CertificateDeployment) -> list[str]:
                             f"{distrust.entry.after:%Y-%m-%d} (get the new one from another CA)")
     if dep.revocation is not None and dep.revocation.status == REVOKED:
         problems.append("its CA has revoked it")
+    return problems
+
+
+def _key_problems(dep: CertificateDeployment) -> list[str]:
+    leaf, problems = dep.leaf, []
     if leaf.key_type == "RSA" and leaf.key_bits < 2048:
         problems.append(f"its RSA key has only {leaf.key_bits} bits")
     if leaf.key_type == "RSA" and leaf.rsa_exponent == 1:
