@@ -3,7 +3,10 @@ only domain; Django apps never import the engines (the web process must not load
 
 import ast
 import functools
+import io
+import re
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -310,3 +313,23 @@ def all_imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
     return names
+
+
+ISSUE_REFERENCE = re.compile(r"(?<![\w/])(?:issues? #?\d{1,3}\b|#\d{1,2}\b(?! ?v\d))", re.IGNORECASE)
+
+
+def test_comments_do_not_tell_the_issue_history():
+    """Which issue asked for a line is git's and docs/decisions.md's to say, not the code's (#32 item 10):
+    no comment or docstring of ours names one of our issues (an upstream project's issue may be named)."""
+    found = []
+    for folder in OURS:
+        for path in modules_under(folder):
+            if "migrations" in path.parts:
+                continue
+            for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+                text = token.string
+                if token.type == tokenize.COMMENT or (token.type == tokenize.STRING and text.startswith('"""')):
+                    found += [f"{path.relative_to(ROOT)}:{token.start[0]}: {m.group(0)}"
+                              for m in ISSUE_REFERENCE.finditer(text.replace("PKCS#1", ""))
+                              if "sslyze issue" not in text]
+    assert found == []

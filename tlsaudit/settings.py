@@ -22,7 +22,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 def env_str(name: str, default: str = "") -> str:
     """A variable set empty means the default, as when it is absent: `.env` files list every variable,
-    most of them empty, and docker compose passes `NAME=` on as an empty value (#31)."""
+    most of them empty, and docker compose passes `NAME=` on as an empty value."""
     return (os.environ.get(name) or "").strip() or default
 
 
@@ -324,7 +324,7 @@ AUDIT_SOFT_TIME_LIMIT = env_int("AUDIT_SOFT_TIME_LIMIT", 240, minimum=30)
 AUDIT_HARD_TIME_LIMIT = env_int("AUDIT_HARD_TIME_LIMIT", 300, minimum=60)
 if AUDIT_HARD_TIME_LIMIT <= AUDIT_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("AUDIT_HARD_TIME_LIMIT must be greater than AUDIT_SOFT_TIME_LIMIT.")
-# Crash recovery (issues #8, #14): a running audit writes a heartbeat; one silent for the lease (and still
+# Crash recovery: a running audit writes a heartbeat; one silent for the lease (and still
 # silent one heartbeat later) lost its worker, and the reaper (every REAPER_INTERVAL_SECONDS) re-queues it
 # once: a worker lost with its machine costs about lease + interval + heartbeat (~20 s); a process seen dead
 # on the same host is taken over at once. A worker process beats all its audits in one UPDATE per heartbeat
@@ -338,14 +338,14 @@ if AUDIT_LEASE_SECONDS < 2 * AUDIT_HEARTBEAT_SECONDS:
 # The reaper's second look at a silent audit waits one heartbeat plus this slack (a beat's own write time).
 AUDIT_SECOND_LOOK_SLACK_SECONDS = env_int("AUDIT_SECOND_LOOK_SLACK_SECONDS", 2, minimum=0)
 AUDIT_RESEND_AFTER_SECONDS = env_int("AUDIT_RESEND_AFTER_SECONDS", 900, minimum=1)
-# A retry held by a worker (waiting for a busy target) this long past its due time is sent again (#35):
+# A retry held by a worker (waiting for a busy target) this long past its due time is sent again:
 # its worker died elsewhere, froze, or dropped it on a broker reconnect. Worst case after a fault: the
 # retry's countdown + this + one reaper interval (10 + 10 + 3 s).
 AUDIT_HELD_GRACE_SECONDS = env_int("AUDIT_HELD_GRACE_SECONDS", 10, minimum=1)
 AUDIT_QUEUE_TIMEOUT_SECONDS = env_int("AUDIT_QUEUE_TIMEOUT_SECONDS", 3 * 3600, minimum=1)
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 3, minimum=1)
 # Seconds between a webhook's failed attempt (5xx, timeout, refused) and the next: 12 retries over ~21 h,
-# so a receiver down for a deploy, a night or a day still gets every event (#37). A sweep on the beat
+# so a receiver down for a deploy, a night or a day still gets every event. A sweep on the beat
 # (every WEBHOOK_RETRY_SWEEP_SECONDS) sends the due ones, so a worker restart loses none.
 WEBHOOK_RETRY_DELAYS_S = [float(d) for d in env_list(
     "WEBHOOK_RETRY_DELAYS_S", "10,30,60,120,300,600,1200,2400,4800,9600,19200,38400")]
@@ -358,14 +358,14 @@ SCAN_CONNECTION_LIFETIME_SECONDS = env_int("SCAN_CONNECTION_LIFETIME_SECONDS", 1
 SCAN_CONNECTIONS_PER_SERVER = env_int("SCAN_CONNECTIONS_PER_SERVER", 5, minimum=1)
 if SCAN_CONNECTIONS_PER_SERVER > 5:
     raise ImproperlyConfigured("SCAN_CONNECTIONS_PER_SERVER is at most 5: more is impolite to the audited server.")
-# The scan pool (issue #16): a worker started with `--pool threads --concurrency SCAN_POOL_THREADS` runs
+# The scan pool: a worker started with `--pool threads --concurrency SCAN_POOL_THREADS` runs
 # that many audits at once in one process. Whatever the audits, one process opens at most
 # SCAN_CONNECTIONS_PER_IP connections to one IP address (several sites on one address share them) and
 # SCAN_MAX_CONNECTIONS in all (workers/net/deadline.py Gates).
 SCAN_POOL_THREADS = env_int("SCAN_POOL_THREADS", 16, minimum=1)
 SCAN_CONNECTIONS_PER_IP = env_int("SCAN_CONNECTIONS_PER_IP", 5, minimum=1)
 SCAN_MAX_CONNECTIONS = env_int("SCAN_MAX_CONNECTIONS", 256, minimum=1)
-# Nightly slots (issue #16, item 5): each minute of an organization's window holds at most
+# Nightly slots: each minute of an organization's window holds at most
 # NIGHTLY_MAX_STARTS_PER_MINUTE scheduled audit starts (tlsaudit/domain/nightly.py). By default what the
 # scan pools finish in a minute: SCAN_WORKER_HOSTS x SCAN_POOL_THREADS threads, one audit each per
 # NIGHTLY_AUDIT_SECONDS (an audit at 50 ms RTT takes 19-24 s; 30 leaves room for slower servers).
@@ -383,7 +383,7 @@ AUDIT_DEADLINE_SECONDS = env_int("AUDIT_DEADLINE_SECONDS", 50, minimum=10)
 if AUDIT_DEADLINE_SECONDS >= AUDIT_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("AUDIT_DEADLINE_SECONDS must be less than AUDIT_SOFT_TIME_LIMIT.")
 
-# Load tests (issue #4): defaults of a new organization's caps (editable per org in the admin).
+# Load tests: defaults of a new organization's caps (editable per org in the admin).
 LOAD_MAX_CONCURRENCY = env_int("LOAD_MAX_CONCURRENCY", 100, minimum=1)
 LOAD_MAX_REQUESTS_PER_RUN = env_int("LOAD_MAX_REQUESTS_PER_RUN", 5000, minimum=1)
 LOAD_MAX_DURATION_S = env_int("LOAD_MAX_DURATION_S", 120, minimum=1)
@@ -401,7 +401,7 @@ CLI_DEADLINE_SECONDS = env_int("CLI_DEADLINE_SECONDS", 50, minimum=5)
 # countdown): an audit of one ip:port at a time, one load run, one probe.
 AUDIT_LOCK_WAIT_SECONDS = env_int("AUDIT_LOCK_WAIT_SECONDS", 10, minimum=1)
 # One audit per IP address at a time in the whole fleet, the others in line in the order they asked
-# (core.turns, #27); an audit that waited this long in line fails as "address_busy" (ours, not the server's).
+# (core.turns); an audit that waited this long in line fails as "address_busy" (ours, not the server's).
 # More than one audit of an address at once is allowed only by raising SCAN_AUDITS_PER_IP, which gives up
 # the fleet-wide politeness: up to that many times SCAN_CONNECTIONS_PER_IP connections to the address.
 SCAN_AUDITS_PER_IP = env_int("SCAN_AUDITS_PER_IP", 1, minimum=1)
@@ -418,8 +418,8 @@ LOAD_AGENTS = env_int("LOAD_AGENTS", 2, minimum=1)
 VERIFICATION_MAX_AGE_DAYS = env_int("VERIFICATION_MAX_AGE_DAYS", 30, minimum=1)
 
 
-# Browser probes (issue #5): real Chromium page loads. A round is 4 loads (variant x mode); a probe
-# runs rounds for its seconds (default PROBE_DEFAULT_SECONDS), at most PROBE_MAX_RUNS of them (#26).
+# Browser probes: real Chromium page loads. A round is 4 loads (variant x mode); a probe
+# runs rounds for its seconds (default PROBE_DEFAULT_SECONDS), at most PROBE_MAX_RUNS of them.
 PROBE_RUNS_PER_DAY = env_int("PROBE_RUNS_PER_DAY", 50, minimum=0)
 PROBE_MAX_RUNS = env_int("PROBE_MAX_RUNS", 20, minimum=1)
 PROBE_DEFAULT_SECONDS = env_int("PROBE_DEFAULT_SECONDS", 20, minimum=1)
@@ -430,7 +430,7 @@ PROBE_HARD_TIME_LIMIT = env_int("PROBE_HARD_TIME_LIMIT", 300, minimum=20)
 if PROBE_HARD_TIME_LIMIT <= PROBE_SOFT_TIME_LIMIT:
     raise ImproperlyConfigured("PROBE_HARD_TIME_LIMIT must be greater than PROBE_SOFT_TIME_LIMIT.")
 # A PDF report's Chromium (every process it starts, by proportional set size): past this it is killed and the
-# report fails saying so (#30 item 12: an image or page built to exhaust the shared jobs worker).
+# report fails saying so (an image or page built to exhaust the shared jobs worker).
 REPORT_RENDER_MEMORY_MB = env_int("REPORT_RENDER_MEMORY_MB", 1536, minimum=256)
 
 
@@ -462,7 +462,7 @@ if HEALTHZ_TOKEN and len(HEALTHZ_TOKEN) < 32:
     raise ImproperlyConfigured("HEALTHZ_TOKEN is too short: use at least 32 random characters.")
 
 
-# --- Abuse limits (issue #8) -----------------------------------------------------------
+# --- Abuse limits -----------------------------------------------------------
 # Manual and API audits (scheduled ones are exempt) per organization per hour, and per target
 # (host:port, summed over every organization) per window: many sign-ups cannot gang up on one server.
 AUDIT_LIMIT_PER_ORG_HOUR = env_int("AUDIT_LIMIT_PER_ORG_HOUR", 30, minimum=1)
@@ -515,7 +515,7 @@ AXES_VERBOSE = False
 
 # --- i18n, static, security -------------------------------------------------------------
 
-# --- REST API (#7) ---------------------------------------------------------------------
+# --- REST API ---------------------------------------------------------------------
 
 API_THROTTLE_RATE = env_str("API_THROTTLE_RATE", "600/min")
 if not re.fullmatch(r"\d+/(s|sec|m|min|h|hour|d|day)", API_THROTTLE_RATE):
@@ -571,7 +571,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 # Beside the code, not in var/: static files belong to a release, and the image's var/ is a volume the
-# containers share across releases (#31).
+# containers share across releases.
 STATIC_ROOT = Path(env_str("TLSAUDIT_STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {

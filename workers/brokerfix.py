@@ -1,4 +1,4 @@
-"""A broker restart must not stop a worker (#35).
+"""A broker restart must not stop a worker.
 
 Celery 5.7's consumer, on losing Redis, first `collect()`s the broken connection (which detaches its
 transport: `transport.client = None`) and then `close()`s it. When the first close of the channel did not

@@ -16,7 +16,7 @@ from workers import brokerfix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tlsaudit.settings")
 
-brokerfix.install()   # a Redis restart must not stop a worker (#35)
+brokerfix.install()   # a Redis restart must not stop a worker
 app = Celery("tlsaudit")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
@@ -34,7 +34,7 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     # How long the pool waits for a result a dead child may have sent before it calls the job lost and the
     # message is redelivered (default 10 s). Results are ignored and the row is the truth (a redelivered
-    # finished audit is skipped), so waiting buys nothing: the redelivery then takes the audit over (#14).
+    # finished audit is skipped), so waiting buys nothing: the redelivery then takes the audit over.
     worker_lost_wait=1.0,
     # An audit is about a second of CPU: a reserved audit would wait behind a busy pool process while
     # another idles. Prefetching 4 gained nothing measurable (bench/throughput.py, docs/decisions.md).

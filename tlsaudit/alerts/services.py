@@ -78,7 +78,7 @@ def renewal_info(audit_id: int) -> list[AlertEvent]:
                   audit=refreshed.audit)
 
 
-# Failures that say nothing about the site: our own queue gave up before anything was sent to it (#27).
+# Failures that say nothing about the site: our own queue gave up before anything was sent to it.
 NOT_THE_SITES = ("address_busy",)
 
 

@@ -39,7 +39,7 @@ class Conflict(exceptions.APIException):
 
 
 class NotApplicable(exceptions.APIException):
-    """Work that means nothing for the site's service (a load test of an SMTP server, #18): 400, since no
+    """Work that means nothing for the site's service (a load test of an SMTP server): 400, since no
     retry or change of state could make it work; only a different site could."""
     status_code = status.HTTP_400_BAD_REQUEST
     default_detail = "This does not apply to the site's service."

@@ -25,7 +25,7 @@ urlpatterns = [
     path("sites/bulk/", sites.SiteBulkCreate.as_view(), name="site-bulk"),
     path("sites/<int:pk>/", sites.SiteDetail.as_view(), name="site-detail"),
     path("sites/<int:pk>/renewals/", sites.SiteRenewals.as_view(), name="site-renewals"),
-    # Audits, load tests, handshakes, probes, reports, webhooks (#7 part 2)
+    # Audits, load tests, handshakes, probes, reports, webhooks
     path("audits/", audits.AuditList.as_view(), name="audit-list"),
     path("audits/bulk/", audits.AuditBulk.as_view(), name="audit-bulk"),
     path("audits/<int:pk>/", audits.AuditDetail.as_view(), name="audit-detail"),

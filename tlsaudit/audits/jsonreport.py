@@ -28,7 +28,7 @@ def audit_json(facts, report, duration_s: float) -> dict:
         "scores": dict(grade.scores),
         "caps": [{"grade": c.grade, "reason": c.reason, "rule_id": c.rule_id} for c in grade.caps],
         "warnings": [w.message for w in grade.warnings],
-        # HSTS and A+ of an SMTP server (#18): neither passed nor untested, with why
+        # HSTS and A+ of an SMTP server: neither passed nor untested, with why
         "not_applicable": [{"rule_id": n.rule_id, "reason": n.reason} for n in grade.not_applicable],
         "trust_issues": [{"kind": t.kind, "reason": t.reason} for t in grade.trust_issues],
         "findings": [{"id": f.id, "severity": f.severity, "title": f.title, "status": f.status,
@@ -40,7 +40,7 @@ def audit_json(facts, report, duration_s: float) -> dict:
         "recommendations": [_recommendation(r) for r in report.recommendations],
         "predicted_grade": report.predicted.grade if report.predicted else None,
         "duration_s": round(duration_s, 2),
-        # --- the whole report (issue #18 item 6) ---
+        # --- the whole report ---
         "started_at": facts.started_at.isoformat(),
         "scanner": facts.scanner,
         "rules_version": report.rules_version,

@@ -44,7 +44,7 @@ class Audit(models.Model):
     # The process that claimed it (core.runners.this_process): a reaper or a redelivery on the same
     # host can see that it died without waiting for the lease. Empty when queued.
     runner = models.CharField(max_length=255, blank=True)
-    # While a queued audit waits for its turn at an address other sites share (#27): why, in words.
+    # While a queued audit waits for its turn at an address other sites share: why, in words.
     turn_note = models.CharField(max_length=300, blank=True)
     # [{"name": "tls_1_2_cipher_suites", "status": "done", "t": 1.23}, ...] appended as checks finish
     progress = models.JSONField(default=list, blank=True)

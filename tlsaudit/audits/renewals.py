@@ -1,4 +1,4 @@
-"""ACME Renewal Information after each audit (#29): ask the CA that issued the served certificate when
+"""ACME Renewal Information after each audit: ask the CA that issued the served certificate when
 to renew it (RFC 9773) and keep the window on a row per site and certificate, with where it ended before
 the CA last moved it earlier (the alert is tlsaudit.alerts.services'). Every request goes through the
 outbound SSRF guard; no failure raises."""

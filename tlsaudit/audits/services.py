@@ -50,7 +50,7 @@ WORKER_LOST = ("worker_lost", "The audit was interrupted twice (its worker stopp
 DATABASE_DOWN = (OperationalError, InterfaceError)
 log = logging.getLogger(__name__)
 HOUR = timedelta(hours=1)
-# A manual audit resolves its name to count the per-target limit by address (#27); a slower DNS only loses
+# A manual audit resolves its name to count the per-target limit by address; a slower DNS only loses
 # that count (the name's own still holds), never the click.
 ADDRESS_LOOKUP_SECONDS = 2.0
 
@@ -162,7 +162,7 @@ def known_address(site) -> str | None:
 
 
 def over_target_limit(audit: Audit, ip: str, port: int) -> str | None:
-    """The worker's side of the per-target limit (#27): the address the name resolved to when the audit
+    """The worker's side of the per-target limit: the address the name resolved to when the audit
     runs, counted whatever names point there. A name that resolved elsewhere (or slowly) when it was
     queued escapes the web's count, not this one. None, or the refusal in words."""
     if audit.trigger == Audit.Trigger.SCHEDULE:
@@ -181,7 +181,7 @@ def over_target_limit(audit: Audit, ip: str, port: int) -> str | None:
 
 def enforce_audit_limits(site, address: str | None = None) -> None:
     """Per organization per hour, and per target (all organizations together) per window: the target
-    is host:port and, when known, the address:port it resolves to, whatever names point there (#27),
+    is host:port and, when known, the address:port it resolves to, whatever names point there,
     so that eight names for one server do not make eight times the limit.
 
     Runs inside queue_audit's transaction with the organization's row locked, so two clicks cannot
@@ -229,7 +229,7 @@ def mark_held(audit_id: int, runner: str, countdown_s: float) -> None:
     it again at once when the holder is seen dead, or when the retry is a lease overdue (killed elsewhere,
     frozen, or its message dropped by a broker reconnect) (orphan_held). Before, the message waited in a
     dead worker for the broker's visibility timeout (an hour) and the row for AUDIT_RESEND_AFTER_SECONDS
-    (15 min) (#35)."""
+    (15 min)."""
     now = timezone.now()
     Audit.objects.filter(pk=audit_id, status=Audit.Status.QUEUED).update(
         sent_at=now, runner=runner, heartbeat_at=now + timedelta(seconds=countdown_s))

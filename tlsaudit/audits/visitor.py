@@ -1,4 +1,4 @@
-"""Security and speed side by side (#26 item 6): this site's own measurements, read for
+"""Security and speed side by side: this site's own measurements, read for
 tlsaudit.domain.visitor_time, and each recommendation's effect on a visitor's time.
 
 The latest finished browser probe gives the RTT (its TCP connects), the HTTP → HTTPS redirect and the

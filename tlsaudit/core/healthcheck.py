@@ -1,6 +1,6 @@
 """The container's health check: is this web process serving pages? (`python -m tlsaudit.core.healthcheck`)
 
-/healthz answers "ok" while every page fails (static files missing, uploads unwritable, #31), so the
+/healthz answers "ok" while every page fails (static files missing, uploads unwritable), so the
 check asks for what a user gets: the login page, rendered through every middleware, and the first
 stylesheet it links. It asks as the TLS-terminating proxy in front would, with the first name in
 ALLOWED_HOSTS and `X-Forwarded-Proto: https`, so production's host check and https redirect apply.

@@ -2,15 +2,15 @@
 
 They use no model, URL, template or app registry: they run an engine and print. django.setup()
 would still import every app's models (django-celery-beat's bring Celery and kombu), ~0.35 s of
-a ~1 s cold `manage.py audit` on this machine, where raw sslyze starts in ~0.2 s (issue #3 asks
-for at most 2x raw sslyze). manage.py sends these commands here; the same Command classes also
+a ~1 s cold `manage.py audit` on this machine, where raw sslyze starts in ~0.2 s (the goal: at most
+2x raw sslyze). manage.py sends these commands here; the same Command classes also
 run through Django's normal path (call_command, and `audit --pdf`, whose report needs templates).
 
 The load commands (`loadtest`, `overhead`, `handshakes`) and `audit` go one step further and load
 no Django module at all: `ab -n 20000 -k` spends ~0.1 s of CPU on its whole run, and importing
 Django's management package (its system checks import the ORM), django.conf (asgiref, asyncio) and
 Django's logging set-up (its admin-mail handler imports the views) cost ~0.2 s before the first
-request, or before sslyze's first connection (issue #16 item 3: one audit no slower than raw sslyze). Their Command classes subclass `command_base()`: Django's BaseCommand everywhere, except
+request, or before sslyze's first connection (one audit no slower than raw sslyze). Their Command classes subclass `command_base()`: Django's BaseCommand everywhere, except
 in a process this module started, where `LeanCommand` gives them the same arguments, output and
 exit codes; `setting(name)` reads the settings module itself there instead of django.conf.
 """

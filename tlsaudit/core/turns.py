@@ -1,4 +1,4 @@
-"""Audits of one IP address take turns, fleet-wide, first come first served (issue #27).
+"""Audits of one IP address take turns, fleet-wide, first come first served.
 
 Politeness is per address: however many sites share it (shared hosting, a CDN, a load balancer), at
 most one audit of that address runs at a time in the whole fleet (the scan lock, core.locks, keyed by

@@ -1,4 +1,4 @@
-"""Which of our tools mean something for which TLS service (#18). Pure: the views, the API and the
+"""Which of our tools mean something for which TLS service. Pure: the views, the API and the
 services that queue work ask the same question and get the same words.
 
 The audit itself works for every service. HSTS, the browser probe, load tests and the HTTP-vs-HTTPS

@@ -1,4 +1,4 @@
-"""Distrust by date (#29): stores that refuse a CA's certificates issued after a day while its root stays in
+"""Distrust by date: stores that refuse a CA's certificates issued after a day while its root stays in
 the store, so a store-based trust check still calls them trusted. Pure; the table is data
 (data/distrust_after.json: the root's key, the store, the date, what "issued" means there, the source).
 

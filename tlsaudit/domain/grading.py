@@ -10,7 +10,7 @@ Semantics worth knowing before reading the rules:
   client simulation (`facts.client_simulation`). Without one (audits before it, or no client
   completing a handshake), "offered": a weak suite counts as soon as the server accepts it.
 * A rule whose input could not be measured is reported in `not_tested`, never passed.
-* A rule that means nothing for the service (HSTS of an SMTP server, #18) is reported in
+* A rule that means nothing for the service (HSTS of an SMTP server) is reported in
   `not_applicable` with why; A is then the best grade, since A+ is the HSTS lift (docs/grading.md).
 """
 
@@ -721,7 +721,7 @@ def _untrusted_reason(facts: ScanFacts, deployment: CertificateDeployment) -> st
 
 def _validity_issues(now: datetime, leaf: Certificate) -> list[TrustIssue]:
     # The dates are the findings' evidence (cert.expired, cert.not_yet_valid): the grade line names
-    # the fact and its cap, so the report says each date once (issue 17).
+    # the fact and its cap, so the report says each date once.
     if _as_utc(leaf.not_after) < now:
         return [TrustIssue("T", "trust.expired", RULES["trust.expired"])]
     if _as_utc(leaf.not_before) > now:

@@ -1,4 +1,4 @@
-"""Summaries of handshake-timing results (issue #4 "Handshake matrix"). Pure: no Django, no sockets.
+"""Summaries of handshake-timing results (the handshake matrix). Pure: no Django, no sockets.
 
 Inputs are the plain dicts of workers.load.handshake (histograms are encoded HdrHistograms in µs).
 SD is the sample standard deviation (n - 1), as ab and the seed's tables use; it is computed from

@@ -1,4 +1,4 @@
-"""Nightly slots: where in an organization's window each site's scheduled audit starts (issue #16).
+"""Nightly slots: where in an organization's window each site's scheduled audit starts.
 
 Beat fires a site's entry at second 0 of its minute, so what the worker pool sees is the number of
 audits started per minute. Each minute of the window holds at most `capacity` starts (what the pool
@@ -51,7 +51,7 @@ def second_of_minute(site_id: int) -> int:
 
 
 def address_capacity(audit_seconds: int, audits_per_ip: int = 1) -> int:
-    """Scheduled starts per minute one IP address takes: its audits run one at a time in the fleet (#27),
+    """Scheduled starts per minute one IP address takes: its audits run one at a time in the fleet,
     each about `audit_seconds`, so more starts in a minute only queue up behind each other."""
     return max(1, 60 * audits_per_ip // audit_seconds)
 

@@ -1,4 +1,4 @@
-"""Summaries of browser-probe loads (issue #5): spread per variant x mode, increase % HTTPS over HTTP.
+"""Summaries of browser-probe loads: spread per variant x mode, increase % HTTPS over HTTP.
 
 Input: the `loads` of workers.browser's result (plain dicts, see workers/browser/spec.py). Medians
 and quartiles use linear interpolation between order statistics (numpy's default, "type 7").
@@ -24,7 +24,7 @@ METRICS = COUNT_METRICS + TIMING_METRICS
 CONNECT_PHASES = ("connect", "tls")
 VARIANTS = ("https", "http")
 MODES = ("cold", "warm")
-# A probe is sized by time (#26): rounds (HTTPS and HTTP, cold and warm) run while the next fits its
+# A probe is sized by time: rounds (HTTPS and HTTP, cold and warm) run while the next fits its
 # seconds, never fewer than MIN_ROUNDS (an interval needs them); SETUP_S is what comes on top, at
 # 150 ms RTT: Chromium's start, the RTT connects and the warm-up loads.
 MIN_ROUNDS = compare.MIN_PAIRS

@@ -753,7 +753,7 @@ def _rec_server_order(ctx: _Context) -> _Draft | None:
 def _rec_hsts(ctx: _Context) -> _Draft | None:
     f = ctx.facts
     if not f.hsts_check.applicable or (not f.hsts_check.tested and f.hsts is None):
-        return None  # not applicable (an SMTP server sends no HTTP header, #18) or not measured
+        return None  # not applicable (an SMTP server sends no HTTP header) or not measured
     h = f.hsts
     if h and h.header is not None and h.valid and h.max_age and h.max_age >= 15552000:
         return None

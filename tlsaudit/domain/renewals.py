@@ -1,4 +1,4 @@
-"""Renewal history and forecast (#29 item 3). Pure.
+"""Renewal history and forecast. Pure.
 
 A site's history is the leaves its audits saw, in order: each change is a renewal, with how many days before
 the old certificate's expiry it was replaced (its margin). A margin that shrinks renewal after renewal is an

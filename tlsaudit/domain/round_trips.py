@@ -1,4 +1,4 @@
-"""Round trips: the network's share of a timing, as a multiple of the measured RTT (issue #15).
+"""Round trips: the network's share of a timing, as a multiple of the measured RTT.
 
 On a real network a new HTTPS request costs TCP (1 RTT) + TLS (2 RTT for a TLS 1.2 full handshake,
 1 for TLS 1.3 or a resumed one) + the request (1 RTT); on loopback the same phases measure only CPU.

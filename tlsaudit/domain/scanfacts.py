@@ -22,7 +22,7 @@ PROTOCOLS = ("SSLv2", "SSLv3", "TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
 OK = "ok"                  # tested, the good outcome (e.g. not vulnerable, supported)
 BAD = "bad"                # tested, the bad outcome (vulnerable, missing protection)
 NOT_TESTED = "not_tested"  # could not run: `reason` says why; never shown as a pass
-# means nothing for this service (HSTS of an SMTP server, #18): `reason` says why; neither pass nor gap
+# means nothing for this service (HSTS of an SMTP server): `reason` says why; neither pass nor gap
 NOT_APPLICABLE = "not_applicable"
 
 
@@ -83,7 +83,7 @@ class Certificate:
     rsa_exponent: int | None = None
     pem: str = ""
     ocsp_urls: tuple[str, ...] | None = None  # its AIA OCSP responders; () = none named; None = not read (older audits)
-    # Dated distrust and root-program rules (#29); "" / None = not read (older audits)
+    # Dated distrust and root-program rules; "" / None = not read (older audits)
     spki_sha256: str = ""           # hex SHA-256 of its SubjectPublicKeyInfo: the key, whatever the name
     authority_key_id: str = ""      # hex keyIdentifier of its AKI: its issuer's key
     earliest_sct: datetime | None = None    # the earliest embedded SCT's timestamp (Chrome's issuance date)

@@ -1,4 +1,4 @@
-"""The TLS services a site can be (#18): HTTPS, and mail, directory, chat, file and database services
+"""The TLS services a site can be: HTTPS, and mail, directory, chat, file and database services
 that speak TLS from the first byte or after a STARTTLS exchange. Pure: the one table both the web side
 (forms, import, API, report) and the scan engine read.
 

@@ -2,7 +2,7 @@
 
 Targets: nginx 1.22+ (OpenSSL 1.1.1+), Apache 2.4 mod_ssl (2.4.36+ for TLS 1.3), HAProxy 2.x
 (`ssl-default-bind-curves` needs 2.8+) and Caddy 2 for HTTPS; Postfix 3.6+ for SMTP and Dovecot 2.3
-for IMAP and POP3 (#18). A service with no snippet here (FTP, XMPP, LDAP, PostgreSQL) gets none rather
+for IMAP and POP3. A service with no snippet here (FTP, XMPP, LDAP, PostgreSQL) gets none rather
 than a web server's, whose HSTS line would mean nothing to it. Paths are placeholders the owner replaces.
 When scan facts are given, the host name goes into the snippet and a note warns when the
 deployed certificate does not suit the profile.
@@ -278,7 +278,7 @@ def _caddy(p: Profile, host: str, notes: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- mail servers (#18) ------------------------------------------------------------------------
+# --- mail servers ------------------------------------------------------------------------
 
 def _mail_snippets(p: Profile, service: str, notes: list[str]) -> dict[str, str]:
     server = MAIL_SERVERS.get(service)

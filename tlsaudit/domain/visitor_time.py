@@ -1,4 +1,4 @@
-"""What each recommendation does to a visitor's time, beside what it does to the grade (issue #26 item 6).
+"""What each recommendation does to a visitor's time, beside what it does to the grade.
 
 Round trips are the unit (tlsaudit/domain/round_trips.py): a TLS 1.2 full handshake takes 2, TLS 1.3
 or a resumed TLS 1.2 handshake 1, a TCP connect 1, a request 1. A change's effect is a number of
@@ -21,7 +21,7 @@ MEASURED, ESTIMATED, NONE = "measured", "estimated", "none"
 # Beside an RTT too small to matter (loopback, a LAN), what a visitor this far away would see.
 REFERENCE_RTT_MS = 100.0
 HTTP1_CONNECTIONS = 6            # browsers' HTTP/1.1 connections per host
-# Server CPU per full handshake, nginx with OpenSSL on one core, measured in this project (#12):
+# Server CPU per full handshake, nginx with OpenSSL on one core, measured in this project:
 # ECDSA P-256 about 620 µs, RSA-2048 about 770 µs (the RSA signature is most of the difference).
 ECDSA_SAVING_MS = 0.15
 

@@ -218,7 +218,7 @@ def unverified_reason(site, verification=None) -> str | None:
 
 
 def ensure_applicable(site, kind: str) -> None:
-    """Refuse a run that means nothing for the site's service (a load test of an SMTP server, #18)."""
+    """Refuse a run that means nothing for the site's service (a load test of an SMTP server)."""
     reason = not_applicable_reason(site.tls_service, kind)
     if reason:
         raise RunRefused("not_applicable", reason)

@@ -25,7 +25,7 @@ RUN_ACTION = "run_audits"
 
 def overview_context(org, site, **extra) -> dict:
     limits = LoadLimits.for_org(org)
-    # kind -> why it means nothing for this service (a load test of an SMTP server, #18)
+    # kind -> why it means nothing for this service (a load test of an SMTP server)
     refused = {kind: reason for kind in PerfRun.Kind.values if (reason := not_applicable_reason(site.tls_service, kind))}
     return {"org": org, "site": site, "verification": proofs.host_proof(site), "limits": limits,
             "presets": [{**p, "not_applicable": refused.get(p["kind"])} for p in presets.presets_within(limits)],

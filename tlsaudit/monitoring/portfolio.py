@@ -3,7 +3,7 @@ number of queries. The trend and the expiry come from the site's denormalised co
 (latest_score, previous_score, cert_expires_at, kept by audits.services.update_site_summary),
 so the page never reads the audit history.
 
-An agency's portfolio runs to 10,000 sites (#16): the table is one page of PAGE_SIZE rows ordered
+An agency's portfolio runs to 10,000 sites: the table is one page of PAGE_SIZE rows ordered
 worst first by PostgreSQL, the counts (sites, PQ-ready) are one aggregate, and the expiry lists
 show the soonest certificates with the rest counted, so the page costs the same at 30 sites and
 at 10,000."""

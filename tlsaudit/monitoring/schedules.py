@@ -41,7 +41,7 @@ def capacity() -> int:
 
 
 def address_capacity() -> int:
-    """Scheduled starts per minute one IP address takes (its audits run one at a time, #27)."""
+    """Scheduled starts per minute one IP address takes (its audits run one at a time)."""
     return nightly.address_capacity(settings.NIGHTLY_AUDIT_SECONDS, settings.SCAN_AUDITS_PER_IP)
 
 

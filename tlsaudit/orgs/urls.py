@@ -3,7 +3,7 @@ from django.views.generic import RedirectView
 
 from tlsaudit.orgs import views
 
-# Everything of one organization lives under /o/<slug>/ (#30 item 11); /orgs/ keeps what belongs to
+# Everything of one organization lives under /o/<slug>/; /orgs/ keeps what belongs to
 # no organization yet: creating one and accepting an invitation.
 app_name = "orgs"
 urlpatterns = [

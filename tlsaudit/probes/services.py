@@ -110,7 +110,7 @@ def ensure_email_verified(user) -> None:
 
 
 def ensure_applicable(site) -> None:
-    """Refuse a probe of a service with no web page to load (an SMTP server, #18)."""
+    """Refuse a probe of a service with no web page to load (an SMTP server)."""
     reason = not_applicable_reason(site.tls_service, PROBE)
     if reason:
         raise ProbeRefused("not_applicable", reason)

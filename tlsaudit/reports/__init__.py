@@ -1,6 +1,6 @@
 """PDF reports of a site or an organization's portfolio.
 
-Decision (issue #6): the PDF is the report page printed by the same headless Debian Chromium the
+Decision: the PDF is the report page printed by the same headless Debian Chromium the
 browser probes use (workers/reports/pdf.py, Playwright page.pdf), not WeasyPrint: the charts are
 the dashboard's Chart.js charts drawn for real, with no second chart renderer to keep in step.
 The HTML is self-contained (print CSS, Chart.js and the logo inlined), so printing needs no

@@ -9,7 +9,7 @@ from tlsaudit.domain.spreadsheet import looks_like_formula
 from tlsaudit.sites.forms import MAX_IMPORT_LINES, SiteForm
 from tlsaudit.sites.services import save_from_form
 
-# `service` last, so files written before it (#18) read as before; the hostname column may also carry
+# `service` last, so files written before it read as before; the hostname column may also carry
 # the service as a URL (smtp://mail.example.com).
 CSV_COLUMNS = ["hostname", "https_port", "http_port", "pinned_ip", "name", "tags", "service"]
 ERROR = "_error"   # a row the parser already refused, with why

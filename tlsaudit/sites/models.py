@@ -32,7 +32,7 @@ class Site(models.Model):
 
     organization = models.ForeignKey("orgs.Organization", on_delete=models.CASCADE, related_name="sites")
     hostname = models.CharField(max_length=253, help_text="ASCII form (punycode for IDNs).")
-    https_port = models.PositiveIntegerField(default=443)  # the TLS port, whatever the service (#18)
+    https_port = models.PositiveIntegerField(default=443)  # the TLS port, whatever the service
     # What speaks TLS on https_port (domain/services.py): HTTPS, or a mail/directory/chat/file/database
     # service, with STARTTLS where the service starts in clear text.
     service = models.CharField(max_length=10, choices=SERVICE_CHOICES, default=HTTPS)
@@ -65,7 +65,7 @@ class Site(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["organization", "hostname", "https_port"], name="unique_site_per_org"),
         ]
-        # (organization, cert_expires_at): the portfolio's expiry card reads the soonest expiries (#16).
+        # (organization, cert_expires_at): the portfolio's expiry card reads the soonest expiries.
         indexes = [models.Index(fields=["organization", "hostname"]),
                    models.Index(fields=["organization", "cert_expires_at"], name="site_org_expiry"),
                    models.Index(fields=["organization", "cert_renew_at"], name="site_org_renewal")]

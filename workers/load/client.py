@@ -1,4 +1,4 @@
-"""An ApacheBench-style closed-loop HTTP/1.1 load generator (issue #4, "Load engine").
+"""An ApacheBench-style closed-loop HTTP/1.1 load generator.
 
 `run_load(LoadSpec)` runs `requests` requests over `concurrency` connections, like
 `ab -n N -c C [-k] URL`: the spec is checked, the name resolved once, the TLS context and the

@@ -1,4 +1,4 @@
-"""The clear-text exchange before TLS on a STARTTLS service (#18): each dialect's prelude, on a
+"""The clear-text exchange before TLS on a STARTTLS service: each dialect's prelude, on a
 connected socket, so that every probe of ours (pre-flight, preference, post-quantum, client
 simulation) handshakes where sslyze does. sslyze does its own prelude for its own connections.
 

@@ -23,7 +23,7 @@ from workers.tls.engine import run_scan
 log = logging.getLogger(__name__)
 # A scan result in hand is worth waiting for while PostgreSQL restarts; after this, the reaper re-runs it.
 STORE_RETRY_SECONDS = 60
-# The scan locks are the address's, whatever the port or the name (#27): "<ip>:slot0", "<ip>:slot1"...
+# The scan locks are the address's, whatever the port or the name: "<ip>:slot0", "<ip>:slot1"...
 ADDRESS = "slot"
 ADDRESS_BUSY = "address_busy"
 

@@ -2,7 +2,7 @@
 
 Every AUDIT_HEARTBEAT_SECONDS the thread stamps the rows of all the process's running audits in one
 UPDATE (services.beat_all) and extends each one's ip:port lock while it still holds it (core.locks.extend). One thread per audit,
-connecting for every beat (before issue #14), cost PostgreSQL 14 % of a core for 100 audits in flight
+connecting for every beat (the first design), cost PostgreSQL 14 % of a core for 100 audits in flight
 at a 3 s heartbeat, mostly in connection start-ups; keeping one connection per audit would instead
 hold a second connection per running audit (100 audits exhausted a max_connections of 100). Here a
 process holds one connection and sends two statements per interval, however many audits it runs

@@ -1,4 +1,4 @@
-"""Failures a task should retry rather than die of: the service comes back in seconds (issue #8)."""
+"""Failures a task should retry rather than die of: the service comes back in seconds."""
 
 from django.db import InterfaceError, OperationalError
 

@@ -142,7 +142,7 @@ def run_scan(
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline, kind.starttls)
     # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
-    # (issue #16), from the moment its connectivity test passed (a server it cannot scan gets none).
+    #, from the moment its connectivity test passed (a server it cannot scan gets none).
     from workers.tls import sslyze_scan  # preloaded: here at most the rest of its import is waited for
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
         beside = []
@@ -190,7 +190,7 @@ CAA_BUDGET_S = 4.0     # every CAA lookup of an audit, the tree climbed included
 def preload_sslyze(*then: str) -> None:
     """Import sslyze (sslyze_scan.py), then the modules `then` names, on a side thread unless they are
     loaded: in a new process (`manage.py audit`) their imports (~0.45 s for sslyze) then overlap the
-    resolution and the pre-flight handshake instead of preceding them (issue #16). A
+    resolution and the pre-flight handshake instead of preceding them. A
     worker process has them loaded already; a module still being imported is waited for where it is used."""
     modules = [name for name in (_SSLYZE_SCAN, *then) if name not in sys.modules]
     if modules:
@@ -336,7 +336,7 @@ def probe_beside_sslyze(scan: "_Scan", endpoint: probes.Endpoint, service: Servi
     groups, the suite picks the preference order is read from), side by side on threads of their own
     while sslyze runs. Each connection takes its slot of the address's gate like sslyze's, so the
     per-IP limit still holds: they fill the slots sslyze's commands leave idle instead of running
-    after them (issue #16). `accepted`: protocol -> the suites already enumerated as accepted."""
+    after them. `accepted`: protocol -> the suites already enumerated as accepted."""
     with ThreadPoolExecutor(6, thread_name_prefix="beside") as pool:
         http = pool.submit(probe_alpn_and_hsts, scan, endpoint, service)
         simulated = pool.submit(simulate_clients, scan, endpoint)

@@ -203,7 +203,7 @@ def server_flight_cipher(endpoint: Endpoint, context: ssl.SSLContext) -> str:
         return tls.cipher()[0]
 
 
-# --- the same, ahead of sslyze's findings (issue #16) ------------------------------------------
+# --- the same, ahead of sslyze's findings ------------------------------------------
 
 @dataclass(frozen=True)
 class PreferenceObservation:

@@ -1,4 +1,4 @@
-"""The groups a server accepts for (EC)DHE, by offering many and removing the chosen (issue #27).
+"""The groups a server accepts for (EC)DHE, by offering many and removing the chosen.
 
 sslyze's elliptic-curves command offers each group its client knows on a connection of its own (~30),
 at the highest version the server speaks, with only ECDHE suites. The same client and ClientHello with

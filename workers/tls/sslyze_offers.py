@@ -1,4 +1,4 @@
-"""What sslyze would test one connection at a time, enumerated by offers instead (issue #27).
+"""What sslyze would test one connection at a time, enumerated by offers instead.
 
 Between sslyze's connectivity test and its job queue (its observer callback), the suites of each version
 up to TLS 1.2 (sslyze_suites) and the groups (sslyze_groups) are enumerated by offering many and removing

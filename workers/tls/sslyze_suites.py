@@ -1,4 +1,4 @@
-"""The accepted suites of SSL 2.0 to TLS 1.2 by offering many and removing the chosen (issue #27).
+"""The accepted suites of SSL 2.0 to TLS 1.2 by offering many and removing the chosen.
 
 sslyze tests each suite of each version on a connection of its own: 7 for SSL 2.0, 121 each for SSL 3.0,
 TLS 1.0 and 1.1, 158 for TLS 1.2, 533 of an audit's ~645 connections. A server picks one suite from
@@ -175,7 +175,7 @@ def modern_reoffers(pool: ThreadPoolExecutor, info: ServerConnectivityInfo, foun
     and browsers negotiate it. A re-offer can only add suites (the server completed a handshake with
     each), so its refusals are not confirmed, and an unclear answer just adds nothing. Only when the
     legacy build got no signed suite at all: a server it can sign for needs no second look (an audit's
-    connections are counted, issue #27)."""
+    connections are counted)."""
     if any(name.startswith(SIGNED) for s in found if s.legacy for name in s.accepted):
         return []
     names = [name for s in found if s.legacy for name in s.rest if name in modern_tls12_suites()

@@ -120,7 +120,7 @@ TARGET_HELP = "HOST, HOST:PORT or https://HOST[:PORT]/PATH (http:// for the plai
 
 
 def as_url(text: str | None) -> str:
-    """Every command's one target syntax (#30 item 10): a bare HOST or HOST:PORT is the HTTPS site
+    """Every command's one target syntax: a bare HOST or HOST:PORT is the HTTPS site
     https://HOST[:PORT]/; a URL stays as typed."""
     text = (text or "").strip()
     return text if not text or "://" in text else f"https://{text}/"

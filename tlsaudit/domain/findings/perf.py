@@ -44,7 +44,7 @@ def _attempts(ids: str, tickets: str) -> str:
       "pick it during the TLS handshake through ALPN.")
 def http2(ctx: Context) -> Outcome | None:
     if not is_http(ctx.facts.service):
-        return None  # an SMTP server speaks SMTP over TLS, whatever ALPN says (#18)
+        return None  # an SMTP server speaks SMTP over TLS, whatever ALPN says
     c = ctx.facts.alpn_check
     if c.status == NOT_TESTED:
         return untested(c.reason)

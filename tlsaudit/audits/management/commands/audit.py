@@ -34,7 +34,7 @@ from workers.tls.warmup import filter_sslyze_warnings, warm_up
 # A per-socket timeout longer than the worker's hard limit (300 s by default) means nothing.
 MAX_TIMEOUT_S = 300
 MIN_DEADLINE_S, MAX_DEADLINE_S = 10, 3600
-# Needed only once a scan is done: imported beside it (engine.preload_sslyze), not before it (issue #16).
+# Needed only once a scan is done: imported beside it (engine.preload_sslyze), not before it.
 REPORT_MODULES = ("tlsaudit.domain.audit_report", "tlsaudit.audits.jsonreport", "tlsaudit.audits.textreport")
 
 
@@ -102,7 +102,7 @@ class Command(TargetCommand):
     def run_batch(self, parsed: list[tuple[str, tuple]]) -> list[bool]:
         """One lane per address (lanes_by_address), SCAN_POOL_THREADS lanes at once: the targets that share
         an address take turns in the order given, each with its whole deadline from its turn, instead of
-        sharing that address's connections until all of them run out of time (#27)."""
+        sharing that address's connections until all of them run out of time."""
         warm_up()  # before the threads: sslyze's trust-store singleton is not thread-safe
         configure_gates(setting("SCAN_CONNECTIONS_PER_IP"), setting("SCAN_MAX_CONNECTIONS"))
         preload_sslyze(*REPORT_MODULES)

@@ -169,7 +169,7 @@ def plan_line(spec: ProbeSpec) -> str:
 def preflight(spec, scheme: str):
     """The app's pre-flight of the URL's scheme, on the checked address: a TargetError, or None. It
     resolves (through the SSRF guard) only to connect: the engine's guard pins the page itself. A name
-    that does not resolve or an address the guard refuses ends here, before Chromium starts (#30)."""
+    that does not resolve or an address the guard refuses ends here, before Chromium starts."""
     port = spec.https_port if scheme == "https" else spec.http_port
     _target, error = reach(spec.host, port, spec.ip, tls=scheme == "https")
     return error
