@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.hostile_targets.conftest import client_sockets_to, open_fds, sslyze_threads  # noqa: E402
+from tests.support.hostile_targets import client_sockets_to, open_fds, sslyze_threads  # noqa: E402
 from tests.support.pki import TestPki  # noqa: E402
 
 

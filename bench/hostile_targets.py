@@ -38,7 +38,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from tests import hostile  # noqa: E402
-from tests.hostile_targets.conftest import TARGETS  # noqa: E402
+from tests.support.hostile_targets import TARGETS  # noqa: E402
 from tests.support.pki import TestPki  # noqa: E402
 from workers.net.errors import TargetError  # noqa: E402
 from workers.net.reach import engine_preflight  # noqa: E402

@@ -13,7 +13,7 @@ from tests.support.sites import added_site
 
 # Fixture modules, registered once (saleor's root conftest): tls_servers, the local TLS lab (tls_lab); wan,
 # the latency lab; workers, the session's real Celery workers (start_worker_on); live_server, pytest-django's
-# without Nagle's delay; quiet, the quiet lock and the seats beside the measurements; tests/fixtures/, the
+# without Nagle's delay; quiet, the seats beside the measurements; tests/fixtures/, the
 # fixtures several folders use (receivers, Chromium left behind, load workers and lab sites, probe workers).
 pytest_plugins = ["tests.support.tls_servers", "tests.support.wan", "tests.support.workers", "tests.support.live_server",
                   "tests.support.quiet", "tests.fixtures.receivers", "tests.fixtures.chromium", "tests.fixtures.load",

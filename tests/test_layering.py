@@ -276,7 +276,7 @@ def test_no_test_module_imports_a_conftest_and_nothing_is_star_imported():
     """Helpers live in tests/support/, fixtures in fixture modules registered once in tests/conftest.py's
     pytest_plugins (issue #32 item 3): a conftest is pytest's to load, not a module to import from."""
     offenders = []
-    for path in sorted((ROOT / "tests").rglob("*.py")):
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]):
         for node in ast.walk(parsed(path)):
             if isinstance(node, ast.ImportFrom) and node.module and (
                     node.module.split(".")[-1] == "conftest" or any(a.name == "*" for a in node.names)):

@@ -54,6 +54,7 @@ def test_a_deadline_test_runs_whatever_the_seats(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
     monkeypatch.setattr(quiet, "_seats", None)
+    monkeypatch.setattr(quiet, "_by_group", True)
     holder = quiet.Seats(2, quiet.lock_base())
     holder.take([0, 1])
     started = time.monotonic()
@@ -88,3 +89,26 @@ def test_without_xdist_no_seat_is_taken(monkeypatch):
     assert quiet.seats() is None
     with quiet.seated("measuring", "measuring", quiet=True), quiet.seated("rest", None):  # would block if taken
         pass
+
+
+def test_seats_already_held_are_kept_without_queueing(tmp_path):
+    """The timing group keeps its seats from test to test: taking them again must not wait for the turnstile
+    (where a busy test may be waiting for a seat of its own)."""
+    import fcntl
+
+    measuring = quiet.Seats(3, tmp_path / "run")
+    measuring.take([1, 2])
+    with open(measuring.turnstile, "a") as turnstile:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)      # someone else in the turnstile
+        started = time.monotonic()
+        measuring.take([1, 2])
+        assert time.monotonic() - started < 0.2
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+def test_with_another_dist_no_seat_is_taken(monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    monkeypatch.setattr(quiet, "_seats", None)
+    monkeypatch.setattr(quiet, "_by_group", False)
+    assert quiet.seats() is None

@@ -59,3 +59,12 @@ def test_a_deleted_site_takes_its_beat_entry_along(site_a):
     entry = beat_entry(site_a).pk
     site_a.delete()
     assert not PeriodicTask.objects.filter(pk=entry).exists()
+
+
+def test_a_site_form_saved_directly_gives_its_new_site_a_schedule_too(org_a):
+    from tlsaudit.sites.forms import SiteForm
+
+    form = SiteForm({"address": "direct.example", "name": "Direct", "tags_text": ""}, org=org_a, check_dns=False)
+    assert form.is_valid(), form.errors
+    site = form.save()
+    assert SiteSchedule.objects.filter(site=site).count() == 1

@@ -1,4 +1,4 @@
-"""The SSRF figure of docs/security.md: every tricky spelling (tests/ssrf/conftest.py) through every door
+"""The SSRF figure of docs/security.md: every tricky spelling (tests/support/ssrf.py) through every door
 an address comes in by, counted. Production mode; names are answered by the local DNS server.
 
 Doors for every spelling: the site form's host, the API's site host (which reuses the form), target

@@ -79,9 +79,13 @@ class Seats:
                 time.sleep(POLL_S)
 
     def take(self, indexes) -> None:
-        """These seats, waiting for each (kept until released)."""
+        """These seats, waiting for each (kept until released). Seats already held cost nothing: the timing
+        group keeps its seats from test to test and must not queue behind a busy test each time."""
+        wanted = [index for index in indexes if index not in self.open]
+        if not wanted:
+            return
         with self._in_turn():
-            for index in indexes:
+            for index in wanted:
                 while index not in self.open and not self._try(index):
                     time.sleep(POLL_S)
 
@@ -94,10 +98,13 @@ def lock_base() -> Path | None:
 _seats: Seats | None = None
 
 
+_by_group = True   # set by pytest_configure: seats only where --dist=loadgroup keeps each group on one process
+
+
 def seats() -> Seats | None:
     global _seats
     base, count = lock_base(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if base is None or count < 2:
+    if base is None or count < 2 or not _by_group:
         return None
     if _seats is None:
         _seats = Seats(count, base)
@@ -140,6 +147,22 @@ def seat_kind(item) -> str | None:
     group = item.get_closest_marker("xdist_group")
     name = (group.args[0] if group.args else group.kwargs.get("name")) if group else None
     return {"timing": "measuring", "deadlines": "deadline"}.get(name, "rest")
+
+
+def pytest_configure(config):
+    """Seats assume the timing group runs on one process: with another --dist (`pytest -n 3 tests/wan`), two
+    processes could each keep seats the other waits for, so no seat is taken at all."""
+    global _by_group
+    _by_group = config.getoption("dist", "no") == "loadgroup"
+
+
+def pytest_collection_finish(session):
+    """A quiet test is a measurement: it must be in the timing group, where the seats keep the rest away."""
+    stray = [item.nodeid for item in session.items
+             if item.get_closest_marker("quiet") and seat_kind(item) != "measuring"]
+    if stray:
+        raise pytest.UsageError(f"{stray[0]} is marked quiet but is not in the timing group (tests/conftest.py's "
+                                "TIMING_FOLDERS or a `timing` mark): no seat would keep the busy tests away from it.")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,7 +5,7 @@ intervals?}], warnings, table: {header, rows}}; the page draws them from one jso
 (static/js/perf.js: `intervals` are [low, high] pairs drawn as error bars), prints the warnings and
 the tables under them, the CSV view serves the same tables and the PDF report prints them.
 
-Every comparison reads the run's summary (services.summary_of: medians over the repeats with 95 %
+Every comparison reads the run's summary (summaries.summary_of: medians over the repeats with 95 %
 intervals, signed overheads: negative when HTTPS, TLS 1.3 or resumption is faster). A figure that is
 too short to conclude is not drawn (its point is null) and says so in its chart's warnings and row.
 """

@@ -1,7 +1,7 @@
 """Performance-run lifecycle: queue (after the checks of checks.py), claim, record progress and steps,
 finish, stop, and the reaper of abandoned runs. Summaries are in summaries.py.
 
-Views, the API and the schedule call `queue_run`, so every caller gets the same checks.
+The views, the API and the CLI's callers go through `queue_run`, so every caller gets the same checks.
 Nothing here imports the engines: the tasks in workers/tasks/load.py do.
 """
 

@@ -1,7 +1,8 @@
 """Audit schedules: place each site in the organization's window (domain/nightly.py), mirror it in
 django-celery-beat, claim each (site, date) once, and catch up a missed run once.
 
-Called by the signals, the views and workers/tasks/schedule.py; nothing here imports an engine.
+Called by the service that adds sites (sites/services.py), the views and workers/tasks/schedule.py;
+nothing here imports an engine.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from tlsaudit.domain.hostnames import AddressError, parse_address, parse_port, p
 from tlsaudit.domain.netguard import parse_ip_literal, refusal_reason
 from tlsaudit.domain.services import HTTPS, SERVICE_CHOICES, UnknownService, service_named
 from tlsaudit.sites.models import Site, Tag
+from tlsaudit.sites.services import site_added
 from workers.net.errors import PRIVATE_TARGET, TargetError
 from workers.net.target import resolve_target
 
@@ -173,8 +174,11 @@ class SiteForm(forms.ModelForm):
         site.service = self.cleaned_data["service"]
         site.http_port = self.cleaned_data["http_port"]
         if commit:
+            new = site._state.adding
             site.save()
             self.save_tags(site)
+            if new:   # what save_from_form does: a new site gets its schedule whichever way it is saved
+                site_added(site)
         return site
 
     def save_tags(self, site):

@@ -141,8 +141,8 @@ def run_scan(
         error = reach_error(reach, target.host)
         return scan.outcome(None, error=error, mozilla=untested_report(error.message))
     endpoint = probes.Endpoint(target.host, target.ip, target.port, network_timeout, deadline, kind.starttls)
-    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after
-    #, from the moment its connectivity test passed (a server it cannot scan gets none).
+    # ALPN and the HSTS fetch need nothing sslyze finds: they run beside its commands, not after them,
+    # from the moment its connectivity test passed (a server it cannot scan gets none).
     from workers.tls import sslyze_scan  # preloaded: here at most the rest of its import is waited for
     with ThreadPoolExecutor(1, thread_name_prefix="probes") as side:
         beside = []
