@@ -2,7 +2,8 @@
 
 Every figure is divided by the RTT measured in the same run (its TCP connects,
 tlsaudit.domain.round_trips) and compared with the round trips of /work/shared/measurement.md.
-Tolerances, on medians: at least N - 0.05 RTT (nothing beats the physics: the delay line may release
+Tolerances, on the handshake timer's medians and on the fastest sample of each of the load engine's and the
+browser's phases (a busy machine only adds time): at least N - 0.05 RTT (nothing beats the physics: the delay line may release
 a packet up to ~0.3 ms early, and the RTT estimate is the low end of the connects), at most N + 0.9 RTT
 (45 ms: the handshake's CPU on both ends, 1-5 ms here, plus scheduling on a shared 2-core machine: with
 the whole suite and other work beside it, Chromium's cold TLS 1.3 handshake took 1.66 RTT). A phase of
@@ -12,7 +13,6 @@ Chromium gets a wider lower band for its connect phase: see test_the_browser_pro
 
 import os
 import socket
-import statistics
 import time
 
 import pytest
@@ -72,8 +72,11 @@ def test_handshakes_take_the_round_trips_of_their_protocol(tls_lab, link, versio
 
 # --- the load engine (workers/load/engine.py) -------------------------------------------------------
 
-def median_ms(result, phase: str) -> float:
-    return statistics.median(result.samples[phase]) / 1000
+def fastest_ms(result, phase: str) -> float:
+    """The phase's fastest sample. A phase can never take less than its round trips, and a busy machine only
+    ever adds time (a TLS 1.3 handshake's median read 1.93 RTT with two busy tests beside it): the fastest of
+    the run is the least disturbed, and one round trip too many still puts even it past k + 1 RTT."""
+    return min(result.samples[phase]) / 1000
 
 
 def load_run(tls_lab, link, scheme: str, keepalive: bool, tls_version: str | None = None, requests: int = 6):
@@ -100,18 +103,18 @@ def tcp_rtt(host: str, port: int, count: int = 5) -> float:
 @pytest.mark.parametrize("tls_version, handshake", [("1.2", 2), ("1.3", 1)])
 def test_a_new_https_connection_costs_tcp_tls_and_one_request_round_trip(tls_lab, link, tls_version, handshake):
     result, rtt = load_run(tls_lab, link, "https", keepalive=False, tls_version=tls_version)
-    assert_round_trips(median_ms(result, "tcp"), rtt, 1, "TCP connect")
-    assert_round_trips(median_ms(result, "tls"), rtt, handshake, f"TLS {tls_version} handshake")
-    assert_round_trips(median_ms(result, "connect"), rtt, 1 + handshake, "ab's Connect (TCP + TLS)")
-    assert_round_trips(median_ms(result, "waiting"), rtt, 1, "request to first byte")
-    assert_round_trips(median_ms(result, "total"), rtt, 2 + handshake, "whole request")
+    assert_round_trips(fastest_ms(result, "tcp"), rtt, 1, "TCP connect")
+    assert_round_trips(fastest_ms(result, "tls"), rtt, handshake, f"TLS {tls_version} handshake")
+    assert_round_trips(fastest_ms(result, "connect"), rtt, 1 + handshake, "ab's Connect (TCP + TLS)")
+    assert_round_trips(fastest_ms(result, "waiting"), rtt, 1, "request to first byte")
+    assert_round_trips(fastest_ms(result, "total"), rtt, 2 + handshake, "whole request")
 
 
 def test_a_new_http_connection_costs_tcp_and_one_request_round_trip(tls_lab, link):
     result, rtt = load_run(tls_lab, link, "http", keepalive=False)
-    assert_round_trips(median_ms(result, "connect"), rtt, 1, "TCP connect")
-    assert_round_trips(median_ms(result, "waiting"), rtt, 1, "request to first byte")
-    assert_round_trips(median_ms(result, "total"), rtt, 2, "whole request")
+    assert_round_trips(fastest_ms(result, "connect"), rtt, 1, "TCP connect")
+    assert_round_trips(fastest_ms(result, "waiting"), rtt, 1, "request to first byte")
+    assert_round_trips(fastest_ms(result, "total"), rtt, 2, "whole request")
 
 
 @pytest.mark.parametrize("scheme", ["https", "http"])
@@ -119,7 +122,7 @@ def test_a_kept_alive_request_costs_one_round_trip(tls_lab, link, scheme):
     result, rtt = load_run(tls_lab, link, scheme, keepalive=True, requests=8)
     assert result.counters.keepalive_requests == 8 and result.counters.connections_opened == 1
     reused = result.samples["total"][1:]  # the first request opened the connection
-    assert_round_trips(statistics.median(reused) / 1000, rtt, 1, f"{scheme} keep-alive request")
+    assert_round_trips(min(reused) / 1000, rtt, 1, f"{scheme} keep-alive request")
     assert result.samples["connect"][1:] == [0] * 7
 
 
