@@ -153,7 +153,8 @@ def pytest_configure(config):
     """Seats assume the timing group runs on one process: with another --dist (`pytest -n 3 tests/wan`), two
     processes could each keep seats the other waits for, so no seat is taken at all."""
     global _by_group
-    _by_group = config.getoption("dist", "no") == "loadgroup"
+    # On an xdist worker `dist` reads "no" (pytest-xdist's setup_config) and `loadgroup` says what the run uses.
+    _by_group = bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
 
 
 def pytest_collection_finish(session):

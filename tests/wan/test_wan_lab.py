@@ -278,7 +278,9 @@ def test_one_line_stands_for_the_backend_at_many_addresses_each_one_rtt_away(wan
     link = wan(40, hosts=6)
     assert len(set(link.hosts)) == 6 and link.hosts[0] == link.host and link.loop == "python"
     for host in link.hosts:
-        assert within(min(connect_and_echo_ms(host, echo_port)[0] for _ in range(3)), 40), host
+        with SchedulingLag() as lag:   # the band widens by the machine's lag measured meanwhile, as above
+            fastest = min(connect_and_echo_ms(host, echo_port)[0] for _ in range(3))
+        assert within(fastest, 40, lag.worst * 1000), f"{host}: {fastest:.2f} ms (lag {lag.worst * 1000:.1f} ms)"
         with socket.create_connection((host, echo_port), timeout=5) as sock:
             assert sock.getpeername()[0] == host
     assert link.stats()["ignored"] == 0
