@@ -97,6 +97,6 @@ def prepare_scan_pool(sender=None, **_):
 
 
 def configure_scan_gates():
-    from workers.net.deadline import configure_gates  # here: the scan pool's connection gates, set up in worker processes only
+    from workers.net.deadline import configure_gates  # here: the scan pool's gates, set up in workers only
 
     return configure_gates(settings.SCAN_CONNECTIONS_PER_IP, settings.SCAN_MAX_CONNECTIONS)
