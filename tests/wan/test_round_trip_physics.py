@@ -2,8 +2,8 @@
 
 Every figure is divided by the RTT measured in the same run (its TCP connects,
 tlsaudit.domain.round_trips) and compared with the round trips of /work/shared/measurement.md.
-Tolerances, on the handshake timer's medians and on the fastest sample of each of the load engine's and the
-browser's phases (a busy machine only adds time): at least N - 0.05 RTT (nothing beats the physics: the delay line may release
+Tolerances, on the fastest sample of each phase of the handshake timer, the load engine and the browser
+(a busy machine only adds time): at least N - 0.05 RTT (nothing beats the physics: the delay line may release
 a packet up to ~0.3 ms early, and the RTT estimate is the low end of the connects), at most N + 0.9 RTT
 (45 ms: the handshake's CPU on both ends, 1-5 ms here, plus scheduling on a shared 2-core machine: with
 the whole suite and other work beside it, Chromium's cold TLS 1.3 handshake took 1.66 RTT). A phase of
@@ -18,6 +18,7 @@ import time
 import pytest
 
 from tests.support.probe_site import fastest
+from tlsaudit.domain.handshake_stats import decode
 from tlsaudit.domain.round_trips import estimate_rtt_from_histogram, estimate_rtt_ms, round_trips
 from workers.load.client import run_load
 from workers.load.handshake import run_handshakes
@@ -66,8 +67,14 @@ def test_handshakes_take_the_round_trips_of_their_protocol(tls_lab, link, versio
     assert (result["count"], result["failures"], result["flagged"]) == (6, {}, {})
     rtt = estimate_rtt_from_histogram(result["histograms"]["tcp"])
     assert_rtt_is_the_links(rtt)
-    assert_round_trips(result["tcp_p50_ms"], rtt, 1, "TCP connect")
-    assert_round_trips(result["p50_ms"], rtt, expected, f"TLS {version} {'resumed' if resume else 'full'}")
+    assert_round_trips(fastest_in(result, "tcp"), rtt, 1, "TCP connect")
+    assert_round_trips(fastest_in(result, "tls"), rtt, expected, f"TLS {version} {'resumed' if resume else 'full'}")
+
+
+def fastest_in(result: dict, phase: str) -> float:
+    """The handshake timer's fastest sample of a phase, from its histogram (see fastest_ms: a quiet run of the
+    whole suite read a HelloRetryRequest handshake's median at 2.92 RTT)."""
+    return decode(result["histograms"][phase]).get_min_value() / 1000
 
 
 # --- the load engine (workers/load/engine.py) -------------------------------------------------------
