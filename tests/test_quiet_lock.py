@@ -50,21 +50,16 @@ def test_a_quiet_measurement_waits_for_the_busy_test_and_the_next_busy_test_wait
     assert events == ["busy A runs", "busy A done", "quiet runs", "quiet done", "busy B runs"], events
 
 
-def test_a_deadline_test_runs_whatever_the_seats(tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
-    monkeypatch.setattr(quiet, "_seats", None)
-    monkeypatch.setattr(quiet, "_by_group", True)
-    holder = quiet.Seats(2, quiet.lock_base())
+def test_a_deadline_test_runs_whatever_the_seats(tmp_path):
+    holder, ours = quiet.Seats(2, tmp_path / "run"), quiet.Seats(2, tmp_path / "run")
     holder.take([0, 1])
     started = time.monotonic()
-    with quiet.seated("deadline", None):
-        assert time.monotonic() - started < 0.5
+    with quiet.seated(ours, "deadline", None):
+        assert time.monotonic() - started < 0.5 and not ours.open
     holder.release(0), holder.release(1)
-    with quiet.seated("rest", None):   # and a busy test gets a seat once one is free
-        assert quiet.seats().open
-    for path in [*holder.paths, holder.turnstile]:
-        path.unlink()
+    with quiet.seated(ours, "rest", None):   # and a busy test gets a seat once one is free
+        assert len(ours.open) == 1
+    assert not ours.open
 
 
 def turnstile_taken(base, seconds: float = 5.0) -> bool:
@@ -83,11 +78,10 @@ def turnstile_taken(base, seconds: float = 5.0) -> bool:
     return False
 
 
-def test_without_xdist_no_seat_is_taken(monkeypatch):
-    monkeypatch.delenv("PYTEST_XDIST_TESTRUNUID", raising=False)
-    monkeypatch.setattr(quiet, "_seats", None)
-    assert quiet.seats() is None
-    with quiet.seated("measuring", "measuring", quiet=True), quiet.seated("rest", None):  # would block if taken
+def test_without_xdist_or_with_one_process_no_seat_is_taken():
+    assert quiet.pool_for({}, by_group=True) is None
+    assert quiet.pool_for({"PYTEST_XDIST_TESTRUNUID": "run", "PYTEST_XDIST_WORKER_COUNT": "1"}, by_group=True) is None
+    with quiet.seated(None, "measuring", "measuring", quiet=True), quiet.seated(None, "rest", None):  # nothing held
         pass
 
 
@@ -106,9 +100,7 @@ def test_seats_already_held_are_kept_without_queueing(tmp_path):
         fcntl.flock(turnstile, fcntl.LOCK_UN)
 
 
-def test_with_another_dist_no_seat_is_taken(monkeypatch):
-    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", f"selftest{time.monotonic_ns()}")
-    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
-    monkeypatch.setattr(quiet, "_seats", None)
-    monkeypatch.setattr(quiet, "_by_group", False)
-    assert quiet.seats() is None
+def test_seats_only_when_loadgroup_keeps_each_group_on_one_process():
+    xdist = {"PYTEST_XDIST_TESTRUNUID": "run", "PYTEST_XDIST_WORKER_COUNT": "3"}
+    assert quiet.pool_for(xdist, by_group=False) is None
+    assert quiet.pool_for(xdist, by_group=True).count == 3

@@ -3,19 +3,12 @@
 
 import os
 import re
-from pathlib import Path
+
+from tests.support.processes import process_table
 
 
 def chromium_processes() -> list[int]:
-    table = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            comm = stat[stat.index("(") + 1:stat.rindex(")")]
-            table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), comm)
+    table = process_table()
     children: dict[int, list[int]] = {}
     for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)

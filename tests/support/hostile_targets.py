@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests import hostile
+from tests.support.processes import process_table
 
 TARGETS = ("tarpit", "reset", "plain_http", "garbage", "drip", "drip_record", "drip_noise", "drip_server_hello",
            "trickle_every", "slow_http", "slow_subresource", "big_chain", "wrong_sni", "handshake_then_hang",
@@ -79,20 +80,6 @@ def open_fds(pid: int | None = None) -> dict[int, str]:
         except OSError:
             continue  # closed while we listed
     return found
-
-
-def process_table() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, command name)."""
-    table = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                stat = Path(entry.path, "stat").read_text()
-            except OSError:
-                continue
-            table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]),
-                                      stat[stat.index("(") + 1:stat.rindex(")")])
-    return table
 
 
 def worker_tree() -> list[int]:

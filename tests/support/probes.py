@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from tests.support import waiting
+from tests.support.processes import process_table
 
 MARKER = "TLSAUDIT_PROBE_TEST"
 LAB = "a_plus_rsa_hsts"
@@ -14,20 +15,6 @@ LAB = "a_plus_rsa_hsts"
 
 def wait_finished(probe, timeout=120.0):
     return waiting.wait_finished(probe, timeout, lambda p: p.current_step)
-
-
-def process_table() -> dict[int, tuple[int, str]]:
-    table = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        table[int(entry.name)] = (int(stat[stat.rindex(")") + 2:].split()[1]), comm)
-    return table
 
 
 def chromium_processes(token: str) -> list[int]:

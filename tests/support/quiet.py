@@ -90,33 +90,23 @@ class Seats:
                     time.sleep(POLL_S)
 
 
-def lock_base() -> Path | None:
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    return Path(tempfile.gettempdir()) / f"tlsaudit-seats-{run}" if run else None
-
-
-_seats: Seats | None = None
-
-
-_by_group = True   # set by pytest_configure: seats only where --dist=loadgroup keeps each group on one process
-
-
-def seats() -> Seats | None:
-    global _seats
-    base, count = lock_base(), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if base is None or count < 2 or not _by_group:
+def pool_for(environ, by_group: bool) -> Seats | None:
+    """The run's seats, one per process, or None: outside xdist, with one process, or with another --dist than
+    loadgroup (two processes measuring could each keep seats the other waits for)."""
+    run, count = environ.get("PYTEST_XDIST_TESTRUNUID"), int(environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not run or count < 2 or not by_group:
         return None
-    if _seats is None:
-        _seats = Seats(count, base)
-    return _seats
+    return Seats(count, Path(tempfile.gettempdir()) / f"tlsaudit-seats-{run}")
+
+
+SEATS = pytest.StashKey["Seats | None"]()
 
 
 @contextmanager
-def seated(kind: str | None, next_kind: str | None, quiet: bool = False):
+def seated(pool: Seats | None, kind: str | None, next_kind: str | None, quiet: bool = False):
     """A test's seats by its kind: "measuring" (the timing group: all seats but the first, kept while the
     next test is measuring too; a quiet one the first as well), "rest" (one seat for the test's run) or
     "deadline" (none)."""
-    pool = seats()
     if pool is None or kind == "deadline":
         yield
         return
@@ -150,11 +140,9 @@ def seat_kind(item) -> str | None:
 
 
 def pytest_configure(config):
-    """Seats assume the timing group runs on one process: with another --dist (`pytest -n 3 tests/wan`), two
-    processes could each keep seats the other waits for, so no seat is taken at all."""
-    global _by_group
     # On an xdist worker `dist` reads "no" (pytest-xdist's setup_config) and `loadgroup` says what the run uses.
-    _by_group = bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
+    by_group = bool(getattr(config.option, "loadgroup", False)) or config.getoption("dist", "no") == "loadgroup"
+    config.stash[SEATS] = pool_for(os.environ, by_group)
 
 
 def pytest_collection_finish(session):
@@ -169,5 +157,5 @@ def pytest_collection_finish(session):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     quiet = item.get_closest_marker("quiet") is not None
-    with seated(seat_kind(item), seat_kind(nextitem), quiet=quiet):
+    with seated(item.config.stash[SEATS], seat_kind(item), seat_kind(nextitem), quiet=quiet):
         yield
